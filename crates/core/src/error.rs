@@ -1,0 +1,156 @@
+//! One error type for the whole core, carrying where the problem was found.
+
+use std::fmt;
+use std::io;
+
+/// What went wrong, in the terms of the Python exception hierarchy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The operating system refused (missing file, permission, disk full...).
+    Io,
+    /// A checksum did not match.
+    Corrupt,
+    /// The stream ended inside a record.
+    Truncated,
+    /// Other unrecoverable damage: impossible lengths, broken compressed streams.
+    DataLoss,
+    /// A payload is not a valid `tf.train.Example` / `SequenceExample`.
+    ExampleDecode,
+    /// A valid Example does not fit the schema it is parsed with.
+    Schema,
+    /// A caller passed an argument that cannot be used.
+    InvalidArgument,
+}
+
+/// An error with the location it was found at: file, byte offset and record index.
+#[derive(Debug)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub path: Option<String>,
+    pub offset: Option<u64>,
+    pub record_index: Option<u64>,
+    /// The feature key, for schema and decode errors that concern one feature.
+    pub key: Option<String>,
+    /// The reader has already stepped past the damaged record and can go on.
+    pub resumable: bool,
+    pub source: Option<io::Error>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            path: None,
+            offset: None,
+            record_index: None,
+            key: None,
+            resumable: false,
+            source: None,
+        }
+    }
+
+    pub fn corrupt(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Corrupt, message)
+    }
+
+    pub fn truncated(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Truncated, message)
+    }
+
+    pub fn data_loss(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::DataLoss, message)
+    }
+
+    pub fn decode(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::ExampleDecode, message)
+    }
+
+    pub fn schema(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Schema, message)
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub fn io(err: io::Error, path: Option<&str>) -> Self {
+        let mut e = Self::new(ErrorKind::Io, err.to_string());
+        e.path = path.map(str::to_owned);
+        e.source = Some(err);
+        e
+    }
+
+    pub fn with_path(mut self, path: &str) -> Self {
+        if self.path.is_none() {
+            self.path = Some(path.to_owned());
+        }
+        self
+    }
+
+    pub fn with_offset(mut self, offset: u64) -> Self {
+        if self.offset.is_none() {
+            self.offset = Some(offset);
+        }
+        self
+    }
+
+    pub fn with_record(mut self, index: u64) -> Self {
+        if self.record_index.is_none() {
+            self.record_index = Some(index);
+        }
+        self
+    }
+
+    pub fn with_key(mut self, key: &str) -> Self {
+        if self.key.is_none() {
+            self.key = Some(key.to_owned());
+        }
+        self
+    }
+
+    pub fn resumable(mut self) -> Self {
+        self.resumable = true;
+        self
+    }
+
+    /// The OS error number, for errors that came from the operating system.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        self.source.as_ref().and_then(io::Error::raw_os_error)
+    }
+
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        self.source.as_ref().map(io::Error::kind)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        let mut parts = Vec::new();
+        if let Some(p) = &self.path {
+            parts.push(p.clone());
+        }
+        if let Some(i) = self.record_index {
+            parts.push(format!("record {i}"));
+        }
+        if let Some(o) = self.offset {
+            parts.push(format!("offset {o}"));
+        }
+        if !parts.is_empty() && self.kind != ErrorKind::Io {
+            write!(f, " ({})", parts.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

@@ -1,0 +1,21 @@
+//! tfrecordkit's core: TFRecord framing, compression, and the `tf.train.Example` wire codec,
+//! with schema-driven batch parsing. Pure Rust; the Python bindings live in another crate.
+
+pub mod compression;
+pub mod crc;
+pub mod error;
+pub mod example;
+pub mod parse;
+pub mod reader;
+pub mod wire;
+pub mod writer;
+
+pub use compression::Compression;
+pub use error::{Error, ErrorKind, Result};
+pub use example::{
+    decode_example, decode_sequence_example, encode_example, encode_sequence_example, Feature,
+    FeatureLists, Features,
+};
+pub use parse::{parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind};
+pub use reader::{count_records, MultiFileReader, ReadOptions, RecordBatch, RecordReader};
+pub use writer::{frame_record, RecordWriter};

@@ -1,0 +1,396 @@
+//! Reading framed records: `u64 length | u32 masked crc(length) | data | u32 masked crc(data)`.
+
+use std::fs::File;
+use std::io::{self, Cursor, Read};
+use std::path::Path;
+
+use crate::compression::{suggest, Compression, Decoder};
+use crate::crc::masked_crc32c;
+use crate::error::{Error, Result};
+
+/// Header and footer sizes of one framed record.
+pub const HEADER_LEN: usize = 12;
+pub const FOOTER_LEN: usize = 4;
+
+/// Default largest record the reader accepts (a larger length is reported as data loss).
+pub const DEFAULT_MAX_RECORD_BYTES: u64 = 1 << 31;
+
+const CHUNK: usize = 1 << 20;
+const HEAD_LEN: usize = 16;
+
+/// How records are read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// `None` detects the compression from the stream's first bytes and the file name.
+    pub compression: Option<Compression>,
+    /// Check each record's data CRC. Length CRCs are always checked.
+    pub verify: bool,
+    pub max_record_bytes: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            compression: None,
+            verify: true,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+        }
+    }
+}
+
+/// Reads records one at a time from a (possibly compressed) stream.
+///
+/// Memory stays bounded: the buffer grows only as record bytes actually arrive, so a
+/// damaged length can never make it allocate more than the stream holds.
+pub struct RecordReader<R: Read> {
+    src: Decoder<R>,
+    path: String,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    done: bool,
+    offset: u64,
+    index: u64,
+    verify: bool,
+    max_record_bytes: u64,
+    total_len: Option<u64>,
+    head: Vec<u8>,
+}
+
+pub type FileRecordReader = RecordReader<io::Chain<Cursor<Vec<u8>>, File>>;
+
+impl FileRecordReader {
+    /// Opens `path`, detecting its compression when `opts.compression` is `None`.
+    pub fn open(path: &str, opts: &ReadOptions) -> Result<Self> {
+        let mut file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
+        let meta = file.metadata().map_err(|e| Error::io(e, Some(path)))?;
+        if meta.is_dir() {
+            return Err(Error::io(
+                io::Error::new(io::ErrorKind::IsADirectory, "is a directory"),
+                Some(path),
+            ));
+        }
+        let mut head = Vec::with_capacity(HEAD_LEN);
+        (&mut file)
+            .take(HEAD_LEN as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(e, Some(path)))?;
+        let compression = Compression::resolve(opts.compression, Path::new(path), &head);
+        let total = (compression == Compression::None && meta.is_file()).then_some(meta.len());
+        let source = Cursor::new(head.clone()).chain(file);
+        let mut reader = RecordReader::new(source, compression, path, opts);
+        reader.total_len = total;
+        reader.head = head;
+        Ok(reader)
+    }
+}
+
+impl<R: Read> RecordReader<R> {
+    /// Reads records from any stream; `path` names it in errors.
+    pub fn new(inner: R, compression: Compression, path: &str, opts: &ReadOptions) -> Self {
+        RecordReader {
+            src: Decoder::new(inner, compression),
+            path: path.to_owned(),
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            eof: false,
+            done: false,
+            offset: 0,
+            index: 0,
+            verify: opts.verify,
+            max_record_bytes: opts.max_record_bytes,
+            total_len: None,
+            head: Vec::new(),
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn compression(&self) -> Compression {
+        self.src.compression()
+    }
+
+    /// Offset (in the decompressed stream) of the next record.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Index of the next record in this file.
+    pub fn record_index(&self) -> u64 {
+        self.index
+    }
+
+    /// True once the stream has ended or failed for good.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Makes at least `want` bytes available from `start`, unless the stream ends first.
+    /// Returns how many are available.
+    fn fill(&mut self, want: usize) -> Result<usize> {
+        while self.end - self.start < want && !self.eof {
+            if self.end == self.buf.len() {
+                if self.start > 0 {
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.start = 0;
+                } else {
+                    // Grow by at most double what already arrived, never to the declared size.
+                    let grown = (self.buf.len() * 2).max(CHUNK).min(want.max(CHUNK));
+                    self.buf.resize(grown.max(self.buf.len() + 1), 0);
+                }
+                continue;
+            }
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.stream_error(e)),
+            }
+        }
+        Ok(self.end - self.start)
+    }
+
+    fn stream_error(&self, e: io::Error) -> Error {
+        let compression = self.src.compression();
+        if compression == Compression::None || self.src.os_failed() {
+            return Error::io(e, Some(&self.path));
+        }
+        let name = compression.name().to_uppercase();
+        let at = self.src.compressed_position();
+        let err = if e.kind() == io::ErrorKind::UnexpectedEof {
+            Error::truncated(format!("{name} stream ends early: {e}"))
+        } else {
+            Error::data_loss(format!(
+                "corrupt {name} stream near compressed byte {at}: {e}"
+            ))
+        };
+        err.with_offset(at)
+    }
+
+    /// Marks the reader finished and locates `err` at the current record.
+    fn fail(&mut self, mut err: Error) -> Error {
+        self.done = true;
+        if self.offset == 0 && err.kind != crate::ErrorKind::Io {
+            if let Some(hint) = suggest(self.src.compression(), &self.head) {
+                err.message.push_str(&hint);
+            }
+        }
+        err.with_path(&self.path)
+            .with_offset(self.offset)
+            .with_record(self.index)
+    }
+
+    /// The next record's data, or `None` at a clean end of stream.
+    ///
+    /// After a data-CRC mismatch the error is `resumable`: the record was skipped and the
+    /// next call reads the one after it. Any other error ends this reader.
+    pub fn next_record(&mut self) -> Result<Option<&[u8]>> {
+        if self.done {
+            return Ok(None);
+        }
+        let avail = match self.fill(HEADER_LEN) {
+            Ok(n) => n,
+            Err(e) => return Err(self.fail(e)),
+        };
+        if avail == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        if avail < HEADER_LEN {
+            let msg = format!("truncated record header: {avail} of {HEADER_LEN} bytes");
+            return Err(self.fail(Error::truncated(msg)));
+        }
+        let h = &self.buf[self.start..self.start + HEADER_LEN];
+        let len = u64::from_le_bytes(h[..8].try_into().unwrap());
+        let len_crc = u32::from_le_bytes(h[8..12].try_into().unwrap());
+        if masked_crc32c(&h[..8]) != len_crc {
+            let msg = "record length checksum mismatch (corrupt record header)";
+            return Err(self.fail(Error::corrupt(msg)));
+        }
+        if len > self.max_record_bytes {
+            let msg = format!(
+                "record length {len} exceeds the maximum of {} bytes",
+                self.max_record_bytes
+            );
+            return Err(self.fail(Error::data_loss(msg)));
+        }
+        if let Some(total) = self.total_len {
+            let left = total.saturating_sub(self.offset + HEADER_LEN as u64);
+            if len > left {
+                let msg = format!(
+                    "truncated record data: the record declares {len} bytes but only {left} remain"
+                );
+                return Err(self.fail(Error::truncated(msg)));
+            }
+        }
+        let need = HEADER_LEN + len as usize + FOOTER_LEN;
+        let avail = match self.fill(need) {
+            Ok(n) => n,
+            Err(e) => return Err(self.fail(e)),
+        };
+        if avail < need {
+            let msg = if avail < HEADER_LEN + len as usize {
+                format!(
+                    "truncated record data: {} of {len} bytes",
+                    avail - HEADER_LEN
+                )
+            } else {
+                format!(
+                    "truncated record footer: {} of {FOOTER_LEN} bytes",
+                    avail - HEADER_LEN - len as usize
+                )
+            };
+            return Err(self.fail(Error::truncated(msg)));
+        }
+        let data_start = self.start + HEADER_LEN;
+        let data_end = data_start + len as usize;
+        let record_offset = self.offset;
+        let record_index = self.index;
+        self.start += need;
+        self.offset += need as u64;
+        self.index += 1;
+        if self.verify {
+            let stored = u32::from_le_bytes(self.buf[data_end..data_end + 4].try_into().unwrap());
+            if masked_crc32c(&self.buf[data_start..data_end]) != stored {
+                return Err(Error::corrupt("record data checksum mismatch")
+                    .with_path(&self.path)
+                    .with_offset(record_offset)
+                    .with_record(record_index)
+                    .resumable());
+            }
+        }
+        Ok(Some(&self.buf[data_start..data_end]))
+    }
+}
+
+/// Records packed back to back in one buffer: record `i` is `data[ends[i-1]..ends[i]]`.
+#[derive(Debug, Default, Clone)]
+pub struct RecordBatch {
+    pub data: Vec<u8>,
+    pub ends: Vec<usize>,
+}
+
+impl RecordBatch {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.ends.clear();
+    }
+
+    pub fn push(&mut self, record: &[u8]) {
+        self.data.extend_from_slice(record);
+        self.ends.push(self.data.len());
+    }
+
+    pub fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.data[start..self.ends[i]]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(move |i| self.get(i))
+    }
+}
+
+/// Reads the records of several files in order, in batches.
+pub struct MultiFileReader {
+    paths: Vec<String>,
+    opts: ReadOptions,
+    next_file: usize,
+    current: Option<FileRecordReader>,
+    pending: Option<Error>,
+}
+
+impl MultiFileReader {
+    pub fn new(paths: Vec<String>, opts: ReadOptions) -> Self {
+        MultiFileReader {
+            paths,
+            opts,
+            next_file: 0,
+            current: None,
+            pending: None,
+        }
+    }
+
+    /// The file being read, if any.
+    pub fn current_path(&self) -> Option<&str> {
+        self.current.as_ref().map(|r| r.path())
+    }
+
+    /// Appends up to `max_records` records (stopping early past `max_bytes`) to `out`.
+    ///
+    /// An error met after some records were read is returned by the next call, so no record
+    /// is lost. After an error the reader has moved on: past the one damaged record when
+    /// the error is `resumable`, otherwise to the next file. Leaves `out` empty at the end.
+    pub fn read_batch(
+        &mut self,
+        out: &mut RecordBatch,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<()> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        while out.len() < max_records && out.data.len() < max_bytes {
+            if self.current.is_none() {
+                if self.next_file == self.paths.len() {
+                    break;
+                }
+                let path = &self.paths[self.next_file];
+                self.next_file += 1;
+                match FileRecordReader::open(path, &self.opts) {
+                    Ok(r) => self.current = Some(r),
+                    Err(e) => return self.defer(out, e),
+                }
+            }
+            let reader = self.current.as_mut().expect("a file is open");
+            match reader.next_record() {
+                Ok(Some(record)) => out.push(record),
+                Ok(None) => self.current = None,
+                Err(e) => {
+                    if !e.resumable {
+                        self.current = None;
+                    }
+                    return self.defer(out, e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn defer(&mut self, out: &RecordBatch, e: Error) -> Result<()> {
+        if out.is_empty() {
+            Err(e)
+        } else {
+            self.pending = Some(e);
+            Ok(())
+        }
+    }
+}
+
+/// Counts the records of one file (length CRCs checked, data CRCs not).
+pub fn count_records(path: &str, compression: Option<Compression>) -> Result<u64> {
+    let opts = ReadOptions {
+        compression,
+        verify: false,
+        ..ReadOptions::default()
+    };
+    let mut reader = FileRecordReader::open(path, &opts)?;
+    let mut n = 0;
+    while reader.next_record()?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}

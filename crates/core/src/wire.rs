@@ -1,0 +1,232 @@
+//! The protobuf wire format, as much of it as Example messages need.
+
+use crate::error::{Error, Result};
+
+pub const VARINT: u8 = 0;
+pub const I64: u8 = 1;
+pub const LEN: u8 = 2;
+pub const SGROUP: u8 = 3;
+pub const EGROUP: u8 = 4;
+pub const I32: u8 = 5;
+
+/// Unknown groups nested deeper than this are rejected rather than recursed into.
+pub const MAX_DEPTH: usize = 64;
+
+/// A cursor over one message's bytes. Every read is bounds-checked; nothing panics.
+#[derive(Clone, Copy)]
+pub struct WireReader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> WireReader<'a> {
+    #[inline]
+    pub fn new(buf: &'a [u8]) -> Self {
+        WireReader { buf, pos: 0 }
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    #[inline]
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    fn err(&self, what: &str) -> Error {
+        Error::decode(format!("malformed protobuf: {what} at byte {}", self.pos))
+    }
+
+    #[inline]
+    pub fn varint(&mut self) -> Result<u64> {
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.varint_slow()
+    }
+
+    fn varint_slow(&mut self) -> Result<u64> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let Some(&b) = self.buf.get(self.pos) else {
+                return Err(self.err("truncated varint"));
+            };
+            self.pos += 1;
+            if i == 9 && b > 1 {
+                return Err(self.err("varint longer than 64 bits"));
+            }
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b < 0x80 {
+                return Ok(value);
+            }
+        }
+        Err(self.err("varint longer than 10 bytes"))
+    }
+
+    /// Reads a field tag: `(field number, wire type)`.
+    #[inline]
+    pub fn tag(&mut self) -> Result<(u32, u8)> {
+        let start = self.pos;
+        let key = self.varint()?;
+        let field = key >> 3;
+        let wire = (key & 7) as u8;
+        if field == 0 || field > u64::from(u32::MAX >> 3) {
+            self.pos = start;
+            return Err(self.err("invalid field number"));
+        }
+        if wire > I32 {
+            self.pos = start;
+            return Err(self.err(&format!("invalid wire type {wire}")));
+        }
+        Ok((field as u32, wire))
+    }
+
+    /// Reads a length-delimited payload.
+    #[inline]
+    pub fn bytes(&mut self) -> Result<&'a [u8]> {
+        let len = self.varint()?;
+        let left = (self.buf.len() - self.pos) as u64;
+        if len > left {
+            return Err(self.err(&format!(
+                "length {len} runs past the end of its message ({left} bytes left)"
+            )));
+        }
+        let start = self.pos;
+        self.pos += len as usize;
+        Ok(&self.buf[start..self.pos])
+    }
+
+    #[inline]
+    pub fn fixed32(&mut self) -> Result<u32> {
+        match self.buf.get(self.pos..self.pos + 4) {
+            Some(b) => {
+                self.pos += 4;
+                Ok(u32::from_le_bytes(b.try_into().unwrap()))
+            }
+            None => Err(self.err("truncated fixed32")),
+        }
+    }
+
+    fn advance(&mut self, n: usize, what: &str) -> Result<()> {
+        if self.buf.len() - self.pos < n {
+            return Err(self.err(what));
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    /// Skips the value of an unknown field.
+    pub fn skip(&mut self, field: u32, wire: u8) -> Result<()> {
+        match wire {
+            VARINT => self.varint().map(drop),
+            I64 => self.advance(8, "truncated fixed64"),
+            LEN => self.bytes().map(drop),
+            I32 => self.advance(4, "truncated fixed32"),
+            SGROUP => self.skip_group(field),
+            _ => Err(self.err("unexpected end-group tag")),
+        }
+    }
+
+    fn skip_group(&mut self, field: u32) -> Result<()> {
+        let mut open = vec![field];
+        while let Some(&current) = open.last() {
+            if self.is_empty() {
+                return Err(self.err("unterminated group"));
+            }
+            let (f, w) = self.tag()?;
+            match w {
+                SGROUP => {
+                    if open.len() >= MAX_DEPTH {
+                        return Err(self.err("groups nested too deeply"));
+                    }
+                    open.push(f);
+                }
+                EGROUP if f == current => {
+                    open.pop();
+                }
+                EGROUP => return Err(self.err("mismatched end-group tag")),
+                _ => self.skip(f, w)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[inline]
+pub fn varint_len(v: u64) -> usize {
+    // 1 byte per started group of 7 bits; zero takes one byte.
+    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+}
+
+#[inline]
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+pub fn put_tag(out: &mut Vec<u8>, field: u32, wire: u8) {
+    put_varint(out, (u64::from(field) << 3) | u64::from(wire));
+}
+
+/// Size of a length-delimited field with a one-byte tag holding `len` bytes.
+#[inline]
+pub fn len_field_size(len: usize) -> usize {
+    1 + varint_len(len as u64) + len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX, (-1i64) as u64] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(out.len(), varint_len(v));
+            assert_eq!(WireReader::new(&out).varint().unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(WireReader::new(&[0x80]).varint().is_err());
+        assert!(WireReader::new(&[0xff; 11]).varint().is_err());
+        assert!(WireReader::new(&[0x0a, 0x05, 1]).skip_bytes_field().is_err());
+        assert!(WireReader::new(&[0x07]).tag().is_err());
+        assert!(WireReader::new(&[0x00]).tag().is_err());
+    }
+
+    #[test]
+    fn skips_nested_groups_with_a_limit() {
+        let mut ok = vec![0x0b, 0x13, 0x08, 0x01, 0x14, 0x0c];
+        let mut r = WireReader::new(&ok);
+        let (f, w) = r.tag().unwrap();
+        r.skip(f, w).unwrap();
+        assert!(r.is_empty());
+        ok.truncate(4);
+        let mut r = WireReader::new(&ok);
+        let (f, w) = r.tag().unwrap();
+        assert!(r.skip(f, w).is_err());
+        let deep = vec![0x0b; 1000];
+        let mut r = WireReader::new(&deep);
+        let (f, w) = r.tag().unwrap();
+        assert!(r.skip(f, w).is_err());
+    }
+
+    impl WireReader<'_> {
+        fn skip_bytes_field(&mut self) -> Result<()> {
+            let (f, w) = self.tag()?;
+            self.skip(f, w)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+use pyo3::prelude::*;
