@@ -1,1 +1,83 @@
+//! The `tfrecordkit._core` extension: conversions between Python and the core crate only.
+
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use tfrecordkit_core::Feature;
+
+mod convert;
+mod errors;
+mod parse;
+mod records;
+
+use convert::{feature_to_py, features_to_dict, to_feature, to_features};
+use errors::IntoPyResult;
+
+/// Serializes a mapping of feature name → value as a `tf.train.Example`.
+#[pyfunction]
+fn encode_example<'py>(py: Python<'py>, features: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let features = to_features(features)?;
+    Ok(PyBytes::new(py, &tfrecordkit_core::encode_example(&features)))
+}
+
+/// Decodes a serialized `tf.train.Example` into a dict.
+#[pyfunction]
+fn decode_example<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let features = tfrecordkit_core::decode_example(data).py_err(py)?;
+    features_to_dict(py, features)
+}
+
+/// Serializes a `tf.train.SequenceExample` from a context mapping and a mapping of
+/// feature-list name → sequence of per-step values.
+#[pyfunction]
+fn encode_sequence_example<'py>(
+    py: Python<'py>,
+    context: &Bound<'py, PyAny>,
+    feature_lists: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let context = to_features(context)?;
+    let mut lists: Vec<(String, Vec<Feature>)> = Vec::new();
+    for item in feature_lists.call_method0("items")?.try_iter()? {
+        let (key, steps): (String, Bound<'py, PyAny>) = item?.extract()?;
+        let mut feats = Vec::new();
+        for step in steps.try_iter()? {
+            feats.push(to_feature(&step?)?);
+        }
+        lists.push((key, feats));
+    }
+    Ok(PyBytes::new(
+        py,
+        &tfrecordkit_core::encode_sequence_example(&context, &lists),
+    ))
+}
+
+/// Decodes a serialized `tf.train.SequenceExample` into `(context, feature_lists)`.
+#[pyfunction]
+fn decode_sequence_example<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
+    let (context, lists) = tfrecordkit_core::decode_sequence_example(data).py_err(py)?;
+    let context = features_to_dict(py, context)?;
+    let out = PyDict::new(py);
+    for (k, steps) in lists {
+        let items = steps
+            .into_iter()
+            .map(|f| feature_to_py(py, f))
+            .collect::<PyResult<Vec<_>>>()?;
+        out.set_item(k, items)?;
+    }
+    PyTuple::new(py, [context.into_any(), out.into_any()])
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(encode_example, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_example, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_sequence_example, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_sequence_example, m)?)?;
+    m.add_function(wrap_pyfunction!(parse::parse_examples, m)?)?;
+    m.add_function(wrap_pyfunction!(records::count_records, m)?)?;
+    m.add_function(wrap_pyfunction!(records::masked_crc32c, m)?)?;
+    m.add_class::<parse::CompiledSchema>()?;
+    m.add_class::<records::RecordReader>()?;
+    m.add_class::<records::RecordWriter>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

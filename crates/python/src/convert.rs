@@ -1,0 +1,221 @@
+//! Python values to `Feature`s (TensorFlow's coercion rules) and back.
+
+use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use tfrecordkit_core::Feature;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Cat {
+    Int,
+    Float,
+    Bytes,
+}
+
+enum Scalar {
+    Int(i64),
+    Float(f32),
+    Bytes(Vec<u8>),
+}
+
+fn int_of(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    obj.extract::<i64>().map_err(|_| {
+        PyOverflowError::new_err(format!(
+            "integer {} is out of the int64 range of an Int64List",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+/// A Python scalar as an Example value, or `None` if it is not a scalar.
+fn scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Some(Scalar::Int(i64::from(b.is_true()))));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(Some(Scalar::Int(int_of(obj)?)));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Some(Scalar::Float(f.value() as f32)));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Some(Scalar::Bytes(b.as_bytes().to_vec())));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Some(Scalar::Bytes(s.to_str()?.as_bytes().to_vec())));
+    }
+    if let Ok(b) = obj.cast::<PyByteArray>() {
+        return Ok(Some(Scalar::Bytes(b.to_vec())));
+    }
+    // NumPy scalars (np.int64, np.bool_, np.float32...) and 0-d arrays.
+    if obj.hasattr("dtype")? && obj.hasattr("item")? {
+        let is_0d = match obj.cast::<PyUntypedArray>() {
+            Ok(a) => a.ndim() == 0,
+            Err(_) => true,
+        };
+        if is_0d {
+            let item = obj.call_method0("item")?;
+            if !item.is(obj) {
+                return scalar(&item);
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn type_error(obj: &Bound<'_, PyAny>, what: &str) -> PyErr {
+    let tname = obj
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into());
+    PyTypeError::new_err(format!(
+        "cannot store {tname} in an Example feature: {what}"
+    ))
+}
+
+fn from_scalars<'py>(items: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>) -> PyResult<Feature> {
+    let mut cat: Option<Cat> = None;
+    let mut ints = Vec::new();
+    let mut floats = Vec::new();
+    let mut bytes = Vec::new();
+    for item in items {
+        let item = item?;
+        let Some(s) = scalar(&item)? else {
+            return Err(type_error(
+                &item,
+                "list items must be bool, int, float, bytes or str",
+            ));
+        };
+        match (s, cat) {
+            (Scalar::Int(v), None | Some(Cat::Int)) => {
+                cat = Some(Cat::Int);
+                ints.push(v);
+            }
+            (Scalar::Int(v), Some(Cat::Float)) => floats.push(v as f32),
+            (Scalar::Float(v), None | Some(Cat::Float)) => {
+                cat = Some(Cat::Float);
+                floats.push(v);
+            }
+            (Scalar::Float(v), Some(Cat::Int)) => {
+                cat = Some(Cat::Float);
+                floats.extend(ints.drain(..).map(|i| i as f32));
+                floats.push(v);
+            }
+            (Scalar::Bytes(b), None | Some(Cat::Bytes)) => {
+                cat = Some(Cat::Bytes);
+                bytes.push(b);
+            }
+            _ => {
+                return Err(PyTypeError::new_err(
+                    "a feature's values must be all numbers or all bytes/str, not a mix",
+                ))
+            }
+        }
+    }
+    Ok(match cat {
+        None => Feature::Empty,
+        Some(Cat::Int) => Feature::Int64(ints),
+        Some(Cat::Float) => Feature::Float(floats),
+        Some(Cat::Bytes) => Feature::Bytes(bytes),
+    })
+}
+
+fn from_array(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Feature> {
+    let kind = arr.dtype().kind();
+    let flat = arr.call_method0("ravel")?;
+    match kind {
+        b'b' | b'i' | b'u' => {
+            if kind == b'u' && arr.dtype().itemsize() == 8 && arr.len() > 0 {
+                let max: u64 = flat.call_method0("max")?.extract()?;
+                if max > i64::MAX as u64 {
+                    return Err(PyOverflowError::new_err(format!(
+                        "uint64 value {max} is out of the int64 range of an Int64List"
+                    )));
+                }
+            }
+            let cast = flat.call_method1("astype", ("int64",))?;
+            let typed = cast.cast::<PyArray1<i64>>()?.readonly();
+            Ok(Feature::Int64(typed.as_slice()?.to_vec()))
+        }
+        b'f' => {
+            let cast = flat.call_method1("astype", ("float32",))?;
+            let typed = cast.cast::<PyArray1<f32>>()?.readonly();
+            Ok(Feature::Float(typed.as_slice()?.to_vec()))
+        }
+        b'S' | b'U' | b'O' => {
+            if arr.len() == 0 {
+                return Ok(Feature::Bytes(Vec::new()));
+            }
+            let items = flat.call_method0("tolist")?;
+            from_scalars(items.try_iter()?)
+        }
+        _ => Err(type_error(arr.as_any(), "unsupported array dtype")),
+    }
+}
+
+/// Converts one Python value (scalar, list/tuple, or ndarray) into a `Feature`.
+pub fn to_feature(obj: &Bound<'_, PyAny>) -> PyResult<Feature> {
+    if let Ok(arr) = obj.cast::<PyUntypedArray>() {
+        if arr.ndim() > 0 {
+            return from_array(arr);
+        }
+    }
+    if let Some(s) = scalar(obj)? {
+        return Ok(match s {
+            Scalar::Int(v) => Feature::Int64(vec![v]),
+            Scalar::Float(v) => Feature::Float(vec![v]),
+            Scalar::Bytes(b) => Feature::Bytes(vec![b]),
+        });
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        return from_scalars(obj.try_iter()?);
+    }
+    if obj.hasattr("__iter__")? && !obj.is_instance_of::<PyDict>() {
+        return from_scalars(obj.try_iter()?);
+    }
+    Err(type_error(
+        obj,
+        "expected bool, int, float, bytes, str, a list of them, or a NumPy array",
+    ))
+}
+
+/// Converts a mapping of name → value into `(name, Feature)` pairs, in iteration order.
+pub fn to_features(mapping: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Feature)>> {
+    let items = mapping.call_method0("items")?;
+    let mut out = Vec::new();
+    for item in items.try_iter()? {
+        let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+        let key: String = key.extract().map_err(|_| {
+            PyTypeError::new_err(format!("feature names must be str, not {}", key.get_type()))
+        })?;
+        let feature = to_feature(&value).map_err(|e| {
+            let msg = format!("feature {key:?}: {}", e.value(value.py()));
+            PyErr::from_type(e.get_type(value.py()), msg)
+        })?;
+        out.push((key, feature));
+    }
+    Ok(out)
+}
+
+/// A decoded `Feature` as Python: int64 / float32 arrays, or a list of bytes.
+pub fn feature_to_py<'py>(py: Python<'py>, f: Feature) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match f {
+        Feature::Empty => PyList::empty(py).into_any(),
+        Feature::Int64(v) => PyArray1::from_vec(py, v).into_any(),
+        Feature::Float(v) => PyArray1::from_vec(py, v).into_any(),
+        Feature::Bytes(v) => PyList::new(py, v.iter().map(|b| PyBytes::new(py, b)))?.into_any(),
+    })
+}
+
+pub fn features_to_dict<'py>(
+    py: Python<'py>,
+    features: Vec<(String, Feature)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (k, f) in features {
+        dict.set_item(k, feature_to_py(py, f)?)?;
+    }
+    Ok(dict)
+}

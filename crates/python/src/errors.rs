@@ -1,0 +1,71 @@
+//! Maps core errors onto the one exception hierarchy in `tfrecordkit.errors`.
+
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::io;
+use tfrecordkit_core::{Error, ErrorKind};
+
+fn class_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Corrupt => "CorruptRecordError",
+        ErrorKind::Truncated => "TruncatedRecordError",
+        ErrorKind::DataLoss => "DataLossError",
+        ErrorKind::ExampleDecode => "ExampleDecodeError",
+        ErrorKind::Schema => "SchemaError",
+        ErrorKind::Io | ErrorKind::InvalidArgument => unreachable!("mapped to built-ins"),
+    }
+}
+
+fn os_error(err: &Error) -> PyErr {
+    let path = err.path.clone();
+    let msg = err
+        .source
+        .as_ref()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| err.message.clone());
+    if let Some(errno) = err.raw_os_error() {
+        // OSError(errno, strerror, filename) picks the matching subclass itself.
+        return PyOSError::new_err((errno, msg, path));
+    }
+    match err.io_kind() {
+        Some(io::ErrorKind::NotFound) => PyFileNotFoundError::new_err((2, msg, path)),
+        Some(io::ErrorKind::PermissionDenied) => PyPermissionError::new_err((13, msg, path)),
+        Some(io::ErrorKind::IsADirectory) => PyIsADirectoryError::new_err((21, msg, path)),
+        _ => PyOSError::new_err((0, msg, path)),
+    }
+}
+
+/// Converts a core error into the Python exception users catch.
+pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
+    match err.kind {
+        ErrorKind::Io => return os_error(&err),
+        ErrorKind::InvalidArgument => return PyValueError::new_err(err.message),
+        _ => {}
+    }
+    let build = || -> PyResult<PyErr> {
+        let module = py.import("tfrecordkit.errors")?;
+        let cls = module.getattr(class_name(err.kind))?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("path", err.path.as_deref())?;
+        kwargs.set_item("offset", err.offset)?;
+        kwargs.set_item("record_index", err.record_index)?;
+        kwargs.set_item("key", err.key.as_deref())?;
+        let instance = cls.call((err.message.as_str(),), Some(&kwargs))?;
+        Ok(PyErr::from_value(instance))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// `Result<T, Error>` → `PyResult<T>`.
+pub trait IntoPyResult<T> {
+    fn py_err(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for Result<T, Error> {
+    fn py_err(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, e))
+    }
+}

@@ -1,0 +1,127 @@
+//! Schemas and batch parsing into NumPy.
+
+use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use tfrecordkit_core::{parse_examples as core_parse, Column, DType, FeatureSpec, Schema, SpecKind};
+
+use crate::errors::IntoPyResult;
+
+fn dtype_of(name: &str) -> PyResult<DType> {
+    match name {
+        "int64" => Ok(DType::Int64),
+        "float32" => Ok(DType::Float32),
+        "bytes" => Ok(DType::Bytes),
+        other => Err(PyValueError::new_err(format!("unknown dtype {other:?}"))),
+    }
+}
+
+fn default_column(dtype: DType, values: &Bound<'_, PyAny>) -> PyResult<Column> {
+    Ok(match dtype {
+        DType::Int64 => Column::Int64(values.extract()?),
+        DType::Float32 => Column::Float32(values.extract()?),
+        DType::Bytes => Column::from_bytes(&values.extract::<Vec<Vec<u8>>>()?),
+    })
+}
+
+/// A schema compiled once for repeated batch parsing.
+#[pyclass(module = "tfrecordkit._core", frozen)]
+pub struct CompiledSchema {
+    schema: Schema,
+}
+
+#[pymethods]
+impl CompiledSchema {
+    /// `specs`: `(key, dtype, kind, shape, allow_missing, default)` tuples, where `kind` is
+    /// "fixed", "var" or "sequence" and `default` is a flat list or None.
+    #[new]
+    fn new(py: Python<'_>, specs: Vec<Bound<'_, PyTuple>>) -> PyResult<Self> {
+        let mut out = Vec::with_capacity(specs.len());
+        for t in specs {
+            let (key, dtype, kind, shape, allow_missing, default): (
+                String,
+                String,
+                String,
+                Vec<usize>,
+                bool,
+                Bound<'_, PyAny>,
+            ) = t.extract()?;
+            let dtype = dtype_of(&dtype)?;
+            let kind = match kind.as_str() {
+                "fixed" => SpecKind::FixedLen { shape },
+                "var" => SpecKind::VarLen,
+                "sequence" => SpecKind::FixedLenSequence {
+                    shape,
+                    allow_missing,
+                },
+                other => return Err(PyValueError::new_err(format!("unknown kind {other:?}"))),
+            };
+            let default = if default.is_none() {
+                None
+            } else {
+                Some(default_column(dtype, &default)?)
+            };
+            out.push(FeatureSpec {
+                key,
+                dtype,
+                kind,
+                default,
+            });
+        }
+        Ok(CompiledSchema {
+            schema: Schema::new(out).py_err(py)?,
+        })
+    }
+}
+
+fn column_to_py<'py>(py: Python<'py>, col: Column) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match col {
+        Column::Int64(v) => PyArray1::from_vec(py, v).into_any(),
+        Column::Float32(v) => PyArray1::from_vec(py, v).into_any(),
+        col @ Column::Bytes { .. } => {
+            let objs: Vec<Py<PyAny>> = (0..col.len())
+                .map(|i| PyBytes::new(py, col.bytes_at(i)).into_any().unbind())
+                .collect();
+            PyArray1::from_vec(py, objs).into_any()
+        }
+    })
+}
+
+type ParsedPy<'py> = (Bound<'py, PyAny>, Vec<usize>, Option<Bound<'py, PyAny>>);
+
+/// Parses serialized Examples; returns `(flat values, shape, row_splits or None)` per spec.
+#[pyfunction]
+pub fn parse_examples<'py>(
+    py: Python<'py>,
+    records: &Bound<'py, PyAny>,
+    schema: &CompiledSchema,
+) -> PyResult<Vec<ParsedPy<'py>>> {
+    let items: Vec<Bound<'py, PyAny>> = records.try_iter()?.collect::<PyResult<_>>()?;
+    let parsed = if items.iter().all(|i| i.is_instance_of::<PyBytes>()) {
+        let slices: Vec<&[u8]> = items
+            .iter()
+            .map(|i| i.cast::<PyBytes>().map(|b| b.as_bytes()))
+            .collect::<Result<_, _>>()?;
+        py.detach(|| core_parse(&schema.schema, &slices))
+    } else {
+        let owned: Vec<Vec<u8>> = items
+            .iter()
+            .map(|i| i.extract::<Vec<u8>>())
+            .collect::<PyResult<_>>()?;
+        py.detach(|| core_parse(&schema.schema, &owned))
+    }
+    .py_err(py)?;
+    parsed
+        .into_iter()
+        .map(|p| {
+            let values = column_to_py(py, p.values)?;
+            let splits = match p.row_splits {
+                Some(s) => Some(PyArray1::from_vec(py, s).into_any()),
+                None => None,
+            };
+            Ok((values, p.shape, splits))
+        })
+        .collect()
+}
+

@@ -1,0 +1,163 @@
+//! Record reading and writing classes.
+
+use std::borrow::Cow;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use tfrecordkit_core::{Compression, MultiFileReader, ReadOptions, RecordBatch};
+
+use crate::errors::IntoPyResult;
+
+fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
+    Compression::parse(name).py_err(py)
+}
+
+/// Reads the records of several files in order, a batch per call.
+#[pyclass(module = "tfrecordkit._core")]
+pub struct RecordReader {
+    inner: MultiFileReader,
+    batch: RecordBatch,
+}
+
+#[pymethods]
+impl RecordReader {
+    #[new]
+    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None))]
+    fn new(
+        py: Python<'_>,
+        paths: Vec<String>,
+        compression: Option<&str>,
+        verify: bool,
+        max_record_bytes: Option<u64>,
+    ) -> PyResult<Self> {
+        let mut opts = ReadOptions {
+            compression: compression_arg(py, compression)?,
+            verify,
+            ..ReadOptions::default()
+        };
+        if let Some(m) = max_record_bytes {
+            opts.max_record_bytes = m;
+        }
+        Ok(RecordReader {
+            inner: MultiFileReader::new(paths, opts),
+            batch: RecordBatch::default(),
+        })
+    }
+
+    /// Up to `max_records` records as a list of bytes; an empty list at the end.
+    #[pyo3(signature = (max_records=1024, max_bytes=1 << 24))]
+    fn read_batch<'py>(
+        &mut self,
+        py: Python<'py>,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let RecordReader { inner, batch } = self;
+        batch.clear();
+        py.detach(|| inner.read_batch(batch, max_records.max(1), max_bytes))
+            .py_err(py)?;
+        PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))
+    }
+
+    /// The file being read, if any.
+    #[getter]
+    fn current_path(&self) -> Option<String> {
+        self.inner.current_path().map(str::to_owned)
+    }
+}
+
+/// Writes framed records; see `tfrecordkit.RecordWriter`.
+#[pyclass(module = "tfrecordkit._core")]
+pub struct RecordWriter {
+    inner: tfrecordkit_core::RecordWriter,
+}
+
+#[pymethods]
+impl RecordWriter {
+    #[new]
+    #[pyo3(signature = (path, compression=None, level=None, atomic=true))]
+    fn new(
+        py: Python<'_>,
+        path: &str,
+        compression: Option<&str>,
+        level: Option<u32>,
+        atomic: bool,
+    ) -> PyResult<Self> {
+        let compression = match compression {
+            Some(name) => compression_arg(py, Some(name))?,
+            None => Some(Compression::None),
+        };
+        let inner =
+            tfrecordkit_core::RecordWriter::create(path, compression, level, atomic).py_err(py)?;
+        Ok(RecordWriter { inner })
+    }
+
+    fn write(&mut self, py: Python<'_>, data: Cow<'_, [u8]>) -> PyResult<()> {
+        self.inner.write(&data).py_err(py)
+    }
+
+    /// Writes every bytes-like item of an iterable; returns how many.
+    fn write_many(&mut self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let mut n = 0;
+        for item in records.try_iter()? {
+            let item = item?;
+            let data: Cow<'_, [u8]> = item.extract()?;
+            self.inner.write(&data).py_err(py)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        py.detach(|| inner.flush()).py_err(py)
+    }
+
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        py.detach(|| inner.close()).py_err(py)
+    }
+
+    fn abort(&mut self) {
+        self.inner.abort();
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    #[getter]
+    fn records_written(&self) -> u64 {
+        self.inner.records_written()
+    }
+
+    #[getter]
+    fn compression(&self) -> Option<&'static str> {
+        match self.inner.compression() {
+            Compression::None => None,
+            c => Some(c.name()),
+        }
+    }
+
+    /// Where bytes go until `close` (a temporary file when writing atomically).
+    #[getter]
+    fn current_path(&self) -> String {
+        self.inner.current_path().to_string_lossy().into_owned()
+    }
+}
+
+/// Counts the records of one file (length checksums verified).
+#[pyfunction]
+#[pyo3(signature = (path, compression="auto"))]
+pub fn count_records(py: Python<'_>, path: &str, compression: Option<&str>) -> PyResult<u64> {
+    let compression = compression_arg(py, compression)?;
+    py.detach(|| tfrecordkit_core::count_records(path, compression))
+        .py_err(py)
+}
+
+/// Masked CRC32C of `data`, as TFRecord framing stores it.
+#[pyfunction]
+pub fn masked_crc32c(data: &[u8]) -> u32 {
+    tfrecordkit_core::crc::masked_crc32c(data)
+}

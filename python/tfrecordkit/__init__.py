@@ -1,0 +1,67 @@
+"""tfrecordkit: fast, TensorFlow-free TFRecord files and ``tf.train.Example`` data.
+
+>>> import tfrecordkit as tfr
+>>> record = tfr.encode_example({"label": 3, "name": "cat"})
+>>> tfr.parse_example(record, {"label": tfr.FixedLen([], "int64")})["label"]
+np.int64(3)
+"""
+
+from . import errors
+from ._core import __version__
+from .errors import (
+    CorruptRecordError,
+    DataLossError,
+    DataLossWarning,
+    ExampleDecodeError,
+    SchemaError,
+    TFRecordError,
+    TruncatedRecordError,
+)
+from .example import (
+    decode_example,
+    decode_sequence_example,
+    encode_example,
+    encode_sequence_example,
+)
+from .records import RecordWriter, count, expand_paths, read_records
+from .schema import (
+    FixedLen,
+    FixedLenSequence,
+    Ragged,
+    Schema,
+    VarLen,
+    infer_schema,
+    parse_example,
+    parse_examples,
+)
+from .verify import FileReport, verify
+
+__all__ = [
+    "CorruptRecordError",
+    "DataLossError",
+    "DataLossWarning",
+    "ExampleDecodeError",
+    "FileReport",
+    "FixedLen",
+    "FixedLenSequence",
+    "Ragged",
+    "RecordWriter",
+    "Schema",
+    "SchemaError",
+    "TFRecordError",
+    "TruncatedRecordError",
+    "VarLen",
+    "__version__",
+    "count",
+    "decode_example",
+    "decode_sequence_example",
+    "encode_example",
+    "encode_sequence_example",
+    "errors",
+    "expand_paths",
+    "infer_schema",
+    "parse_example",
+    "parse_examples",
+    "read_records",
+    "verify",
+]

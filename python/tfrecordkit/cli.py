@@ -1,0 +1,165 @@
+"""The ``tfrecordkit`` command line.
+
+Human-readable output by default, ``--json`` for machines. Exit codes: 0 success,
+1 damage found or failure, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from typing import Any
+
+import click
+import numpy as np
+
+from .errors import ExampleDecodeError, TFRecordError
+from .example import decode_example
+from .records import count as count_records
+from .records import read_records
+from .verify import verify as verify_files
+
+COMPRESSION = click.option(
+    "--compression",
+    type=click.Choice(["auto", "none", "gzip", "zlib"]),
+    default="auto",
+    show_default=True,
+    help="Compression of the input files.",
+)
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    out = []
+    for b in v:
+        try:
+            out.append(b.decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append({"base64": base64.b64encode(b).decode()})
+    return out
+
+
+def _human_value(v: Any, limit: int = 8) -> str:
+    if isinstance(v, np.ndarray):
+        kind = "int64" if v.dtype == np.int64 else "float"
+        items = v[:limit].tolist()
+    else:
+        kind = "bytes"
+        items = [b if len(b) <= 60 else b[:60] + b"..." for b in v[:limit]]
+    more = f" ... ({len(v)} values)" if len(v) > limit else ""
+    return f"{kind} {items}{more}"
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tfrecordkit")
+def main() -> None:
+    """Read, write, inspect and check TFRecord files without TensorFlow."""
+
+
+@main.command()
+@click.argument("file")
+@click.option("-n", "num", default=5, show_default=True, help="How many records to show.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per Example.")
+@COMPRESSION
+def head(file: str, num: int, as_json: bool, compression: str) -> None:
+    """Show the first Examples of FILE."""
+    try:
+        for i, record in enumerate(read_records(file, compression=_c(compression))):
+            if i >= num:
+                break
+            try:
+                example = decode_example(record)
+            except ExampleDecodeError as err:
+                if as_json:
+                    click.echo(json.dumps({"record": i, "error": str(err), "bytes": len(record)}))
+                else:
+                    click.echo(f"record {i}: {len(record)} bytes, not an Example ({err.message})")
+                continue
+            if as_json:
+                click.echo(json.dumps({k: _json_value(v) for k, v in example.items()}))
+            else:
+                click.echo(f"record {i} ({len(record)} bytes)")
+                for key, value in example.items():
+                    click.echo(f"  {key}: {_human_value(value)}")
+    except (OSError, TFRecordError) as err:
+        _fail(str(err))
+
+
+def _c(compression: str) -> str | None:
+    return None if compression == "none" else compression
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
+@COMPRESSION
+def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
+    """Count the records in PATHS (files or glob patterns)."""
+    from .records import expand_paths
+
+    try:
+        files = expand_paths(list(paths))
+        counts = {f: count_records(f, compression=_c(compression)) for f in files}
+    except (OSError, TFRecordError) as err:
+        _fail(str(err))
+    total = sum(counts.values())
+    if as_json:
+        click.echo(json.dumps({"files": counts, "total": total}))
+        return
+    if len(counts) > 1:
+        for f, n in counts.items():
+            click.echo(f"{n:>12,}  {f}")
+    click.echo(f"{total:>12,}  total" if len(counts) > 1 else f"{total}")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON report per file.")
+@COMPRESSION
+def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
+    """Check every checksum in PATHS; exit 1 if anything is damaged."""
+    try:
+        reports = verify_files(list(paths), compression=_c(compression))
+    except OSError as err:
+        _fail(str(err))
+    for r in reports:
+        if as_json:
+            click.echo(json.dumps(r.to_dict()))
+            continue
+        status = "ok" if r.ok else "DAMAGED"
+        click.echo(f"{status:8} {r.path}: {r.records} good records")
+        for d in r.damage:
+            click.echo(
+                f"         record {d.record_index} at offset {d.offset}: {d.error}: {d.message}"
+            )
+        if r.failure:
+            click.echo(f"         {r.failure}")
+    if not all(r.ok for r in reports):
+        sys.exit(1)
+
+
+@main.command()
+@click.option(
+    "--dir",
+    "directory",
+    default="tfrecordkit-demo",
+    show_default=True,
+    help="Where to write the sample dataset.",
+)
+@click.option("-n", "num", default=10_000, show_default=True, help="Examples to write.")
+def demo(directory: str, num: int) -> None:
+    """Write a sample dataset, read it back, verify and parse it."""
+    from ._demo import run
+
+    sys.exit(run(directory, num, click.echo))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

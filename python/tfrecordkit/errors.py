@@ -1,0 +1,86 @@
+"""The exceptions tfrecordkit raises, in one hierarchy.
+
+Every error found in data carries where it was found: ``path`` (the file), ``offset`` (byte
+offset of the damaged record; for compressed files, in the decompressed stream unless the
+compressed stream itself is damaged), ``record_index`` (index of the record in its file, or
+in the batch being parsed) and, for schema and decode errors, the feature ``key``. Errors
+from the operating system stay ``FileNotFoundError``, ``PermissionError`` and ``OSError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CorruptRecordError",
+    "DataLossError",
+    "DataLossWarning",
+    "ExampleDecodeError",
+    "SchemaError",
+    "TFRecordError",
+    "TruncatedRecordError",
+]
+
+
+class TFRecordError(Exception):
+    """Base class of every tfrecordkit error."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        offset: int | None = None,
+        record_index: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.offset = offset
+        self.record_index = record_index
+        self.key = key
+
+    def __str__(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(str(self.path))
+        if self.record_index is not None:
+            where.append(f"record {self.record_index}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        return f"{self.message} ({', '.join(where)})" if where else self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep the location through pickling (errors cross DataLoader worker processes).
+        return (_rebuild, (type(self), self.message, self.__dict__.copy()))
+
+
+def _rebuild(cls: type[TFRecordError], message: str, state: dict[str, Any]) -> TFRecordError:
+    err = cls(message)
+    err.__dict__.update(state)
+    return err
+
+
+class DataLossError(TFRecordError):
+    """Bytes were lost or damaged: bad lengths, broken compressed streams."""
+
+
+class CorruptRecordError(DataLossError):
+    """A record's length or data checksum does not match."""
+
+
+class TruncatedRecordError(DataLossError):
+    """The stream ends inside a record (its header, data or footer)."""
+
+
+class ExampleDecodeError(TFRecordError, ValueError):
+    """A record is not a valid serialized ``tf.train.Example`` / ``SequenceExample``."""
+
+
+class SchemaError(TFRecordError, ValueError):
+    """A valid Example does not fit the schema: missing feature, wrong type or count."""
+
+
+class DataLossWarning(UserWarning):
+    """Damage skipped by ``on_error="warn"``."""
