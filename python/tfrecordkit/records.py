@@ -7,15 +7,15 @@ import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Literal, Union
+from typing import Literal
 
 from . import _core
 from .errors import DataLossError, DataLossWarning
 
 __all__ = ["RecordWriter", "count", "expand_paths", "read_records"]
 
-PathLike = Union[str, "os.PathLike[str]"]
-Paths = Union[PathLike, Sequence[PathLike]]
+PathLike = str | os.PathLike[str]
+Paths = PathLike | Sequence[PathLike]
 OnError = Literal["raise", "skip", "warn"]
 
 _GLOB_CHARS = frozenset("*?[")

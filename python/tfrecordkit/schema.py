@@ -6,7 +6,7 @@ import base64
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +135,7 @@ class FixedLenSequence:
             raise ValueError("a FixedLenSequence default is one padding value")
 
 
-Spec = Union[FixedLen, VarLen, FixedLenSequence]
+Spec = FixedLen | VarLen | FixedLenSequence
 _KINDS: dict[type, str] = {FixedLen: "fixed", VarLen: "var", FixedLenSequence: "sequence"}
 
 
@@ -321,7 +321,7 @@ def parse_examples(records: Iterable[bytes], schema: Schema | Mapping[str, Any])
     if not isinstance(records, (list, tuple)):
         records = list(records)
     parsed = _core.parse_examples(records, schema.compiled())
-    return {key: _assemble(*p) for key, p in zip(schema, parsed)}
+    return {key: _assemble(*p) for key, p in zip(schema, parsed, strict=True)}
 
 
 def parse_example(record: bytes, schema: Schema | Mapping[str, Any]) -> dict[str, Any]:

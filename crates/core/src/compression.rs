@@ -183,12 +183,14 @@ impl<R: Read> Decoder<R> {
         let counted = Counting::new(inner);
         match compression {
             Compression::None => Decoder::Plain(counted),
-            Compression::Gzip => {
-                Decoder::Gzip(MultiGzDecoder::new(BufReader::with_capacity(1 << 16, counted)))
-            }
-            Compression::Zlib => {
-                Decoder::Zlib(MultiZlibDecoder::new(BufReader::with_capacity(1 << 16, counted)))
-            }
+            Compression::Gzip => Decoder::Gzip(MultiGzDecoder::new(BufReader::with_capacity(
+                1 << 16,
+                counted,
+            ))),
+            Compression::Zlib => Decoder::Zlib(MultiZlibDecoder::new(BufReader::with_capacity(
+                1 << 16,
+                counted,
+            ))),
         }
     }
 
@@ -268,7 +270,10 @@ mod tests {
     #[test]
     fn parses_names() {
         assert_eq!(Compression::parse(None).unwrap(), Some(Compression::None));
-        assert_eq!(Compression::parse(Some("GZIP")).unwrap(), Some(Compression::Gzip));
+        assert_eq!(
+            Compression::parse(Some("GZIP")).unwrap(),
+            Some(Compression::Gzip)
+        );
         assert_eq!(Compression::parse(Some("auto")).unwrap(), None);
         assert!(Compression::parse(Some("lz4")).is_err());
     }

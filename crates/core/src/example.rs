@@ -525,7 +525,9 @@ mod tests {
         let mut features = vec![0x0a, entry.len() as u8];
         features.extend_from_slice(&entry);
         // The same key again, later, with a float: the last one wins.
-        let later = [0x0a, 0x0c, 0x0a, 0x01, b'a', 0x12, 0x07, 0x12, 0x05, 0x0d, 0, 0, 0x80, 0x3f];
+        let later = [
+            0x0a, 0x0c, 0x0a, 0x01, b'a', 0x12, 0x07, 0x12, 0x05, 0x0d, 0, 0, 0x80, 0x3f,
+        ];
         features.extend_from_slice(&later);
         let mut example = vec![0x0a, features.len() as u8];
         example.extend_from_slice(&features);
@@ -544,7 +546,11 @@ mod tests {
         let context = vec![("id", Feature::Bytes(vec![b"x".to_vec()]))];
         let lists = vec![(
             "tokens",
-            vec![Feature::Int64(vec![1, 2]), Feature::Int64(vec![]), Feature::Empty],
+            vec![
+                Feature::Int64(vec![1, 2]),
+                Feature::Int64(vec![]),
+                Feature::Empty,
+            ],
         )];
         let bytes = encode_sequence_example(&context, &lists);
         let (c, l) = decode_sequence_example(&bytes).unwrap();

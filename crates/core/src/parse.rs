@@ -43,7 +43,10 @@ pub enum Column {
     Int64(Vec<i64>),
     Float32(Vec<f32>),
     /// Values packed back to back; value `i` is `data[ends[i-1]..ends[i]]`.
-    Bytes { data: Vec<u8>, ends: Vec<usize> },
+    Bytes {
+        data: Vec<u8>,
+        ends: Vec<usize>,
+    },
 }
 
 impl Column {
@@ -194,7 +197,10 @@ impl Schema {
         let mut lookup = FxHashMap::default();
         for (i, spec) in specs.iter().enumerate() {
             if lookup.insert(spec.key.as_bytes().to_vec(), i).is_some() {
-                return Err(Error::invalid(format!("duplicate feature key {:?}", spec.key)));
+                return Err(Error::invalid(format!(
+                    "duplicate feature key {:?}",
+                    spec.key
+                )));
             }
             if let Some(d) = &spec.default {
                 if d.dtype() != spec.dtype {
@@ -297,12 +303,10 @@ fn read_feature_into(buf: &[u8], dtype: DType, col: &mut Column) -> Result<(Opti
         match col {
             Column::Int64(v) => read_int64_list(list, v)?,
             Column::Float32(v) => read_float_list(list, v)?,
-            Column::Bytes { data, ends } => {
-                crate::example::read_bytes_list(list, |b| {
-                    data.extend_from_slice(b);
-                    ends.push(data.len());
-                })?
-            }
+            Column::Bytes { data, ends } => crate::example::read_bytes_list(list, |b| {
+                data.extend_from_slice(b);
+                ends.push(data.len());
+            })?,
         }
     }
     match kind {
@@ -403,10 +407,9 @@ fn parse_record<'r>(
                     ))
                     .with_key(&spec.key));
                 }
-                if stride == 0 || n % stride != 0 {
-                    if !(stride == 0 && n == 0) {
-                        return Err(count_error(spec, n, &format!("a multiple of {stride}")));
-                    }
+                let misfit = if stride == 0 { n != 0 } else { n % stride != 0 };
+                if misfit {
+                    return Err(count_error(spec, n, &format!("a multiple of {stride}")));
                 }
                 acc.counts[i].push(n);
             }
@@ -421,7 +424,11 @@ where
 {
     let n_specs = schema.specs.len();
     let mut acc = Acc {
-        values: schema.specs.iter().map(|s| Column::empty(s.dtype)).collect(),
+        values: schema
+            .specs
+            .iter()
+            .map(|s| Column::empty(s.dtype))
+            .collect(),
         counts: vec![Vec::new(); n_specs],
     };
     let mut slots: Vec<Slot<'r>> = (0..n_specs).map(|_| Slot::Missing).collect();
@@ -438,7 +445,10 @@ pub const PARALLEL_THRESHOLD: usize = 4096;
 /// Parses a batch of serialized Examples with `schema`.
 ///
 /// Errors name the record's index within the batch and the feature key.
-pub fn parse_examples<T: AsRef<[u8]> + Sync>(schema: &Schema, records: &[T]) -> Result<Vec<Parsed>> {
+pub fn parse_examples<T: AsRef<[u8]> + Sync>(
+    schema: &Schema,
+    records: &[T],
+) -> Result<Vec<Parsed>> {
     let n = records.len();
     let threads = rayon::current_num_threads();
     let accs = if n >= PARALLEL_THRESHOLD && threads > 1 {
@@ -466,7 +476,10 @@ fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Vec<Parsed> {
             }
             all
         };
-        let counts: Vec<usize> = accs.iter().flat_map(|a| a.counts[i].iter().copied()).collect();
+        let counts: Vec<usize> = accs
+            .iter()
+            .flat_map(|a| a.counts[i].iter().copied())
+            .collect();
         let parsed = match &spec.kind {
             SpecKind::FixedLen { shape } => {
                 let mut full = vec![batch];

@@ -160,7 +160,7 @@ impl<'a> WireReader<'a> {
 #[inline]
 pub fn varint_len(v: u64) -> usize {
     // 1 byte per started group of 7 bits; zero takes one byte.
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 #[inline]
@@ -189,7 +189,16 @@ mod tests {
 
     #[test]
     fn varints_round_trip() {
-        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX, (-1i64) as u64] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            u32::MAX as u64,
+            u64::MAX,
+            (-1i64) as u64,
+        ] {
             let mut out = Vec::new();
             put_varint(&mut out, v);
             assert_eq!(out.len(), varint_len(v));
@@ -201,7 +210,9 @@ mod tests {
     fn rejects_bad_input() {
         assert!(WireReader::new(&[0x80]).varint().is_err());
         assert!(WireReader::new(&[0xff; 11]).varint().is_err());
-        assert!(WireReader::new(&[0x0a, 0x05, 1]).skip_bytes_field().is_err());
+        assert!(WireReader::new(&[0x0a, 0x05, 1])
+            .skip_bytes_field()
+            .is_err());
         assert!(WireReader::new(&[0x07]).tag().is_err());
         assert!(WireReader::new(&[0x00]).tag().is_err());
     }

@@ -111,7 +111,9 @@ impl RecordWriter {
         } else {
             options.create(true).truncate(true);
         }
-        let file = options.open(&target).map_err(|e| Error::io(e, Some(path)))?;
+        let file = options
+            .open(&target)
+            .map_err(|e| Error::io(e, Some(path)))?;
         let buffered = BufWriter::with_capacity(1 << 18, file);
         let sink = match compression {
             Compression::None => Sink::Plain(buffered),

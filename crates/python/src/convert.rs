@@ -3,7 +3,9 @@
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
+};
 use tfrecordkit_core::Feature;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -75,7 +77,9 @@ fn type_error(obj: &Bound<'_, PyAny>, what: &str) -> PyErr {
     ))
 }
 
-fn from_scalars<'py>(items: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>) -> PyResult<Feature> {
+fn from_scalars<'py>(
+    items: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>,
+) -> PyResult<Feature> {
     let mut cat: Option<Cat> = None;
     let mut ints = Vec::new();
     let mut floats = Vec::new();

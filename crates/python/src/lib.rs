@@ -14,9 +14,15 @@ use errors::IntoPyResult;
 
 /// Serializes a mapping of feature name → value as a `tf.train.Example`.
 #[pyfunction]
-fn encode_example<'py>(py: Python<'py>, features: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+fn encode_example<'py>(
+    py: Python<'py>,
+    features: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let features = to_features(features)?;
-    Ok(PyBytes::new(py, &tfrecordkit_core::encode_example(&features)))
+    Ok(PyBytes::new(
+        py,
+        &tfrecordkit_core::encode_example(&features),
+    ))
 }
 
 /// Decodes a serialized `tf.train.Example` into a dict.

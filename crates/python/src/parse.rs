@@ -4,7 +4,9 @@ use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use tfrecordkit_core::{parse_examples as core_parse, Column, DType, FeatureSpec, Schema, SpecKind};
+use tfrecordkit_core::{
+    parse_examples as core_parse, Column, DType, FeatureSpec, Schema, SpecKind,
+};
 
 use crate::errors::IntoPyResult;
 
@@ -116,12 +118,8 @@ pub fn parse_examples<'py>(
         .into_iter()
         .map(|p| {
             let values = column_to_py(py, p.values)?;
-            let splits = match p.row_splits {
-                Some(s) => Some(PyArray1::from_vec(py, s).into_any()),
-                None => None,
-            };
+            let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
             Ok((values, p.shape, splits))
         })
         .collect()
 }
-

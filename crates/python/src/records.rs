@@ -45,7 +45,7 @@ impl RecordReader {
     }
 
     /// Up to `max_records` records as a list of bytes; an empty list at the end.
-    #[pyo3(signature = (max_records=1024, max_bytes=1 << 24))]
+    #[pyo3(signature = (max_records=1024, max_bytes=16_777_216))]
     fn read_batch<'py>(
         &mut self,
         py: Python<'py>,

@@ -1,0 +1,71 @@
+"""Type stubs for the tfrecordkit._core extension (kept in step with crates/python)."""
+
+from collections.abc import Iterable, Mapping
+from typing import Any, final
+
+import numpy as np
+
+__all__ = [
+    "CompiledSchema",
+    "RecordReader",
+    "RecordWriter",
+    "count_records",
+    "decode_example",
+    "decode_sequence_example",
+    "encode_example",
+    "encode_sequence_example",
+    "masked_crc32c",
+    "parse_examples",
+    "__version__",
+]
+__version__: str
+
+def encode_example(features: Mapping[str, Any]) -> bytes: ...
+def decode_example(data: bytes) -> dict[str, Any]: ...
+def encode_sequence_example(context: Any, feature_lists: Any) -> bytes: ...
+def decode_sequence_example(data: bytes) -> tuple[dict[str, Any], dict[str, list[Any]]]: ...
+def parse_examples(
+    records: Iterable[bytes], schema: CompiledSchema
+) -> list[tuple[np.ndarray, list[int], np.ndarray | None]]: ...
+def count_records(path: str, compression: str | None = "auto") -> int: ...
+def masked_crc32c(data: bytes) -> int: ...
+
+@final
+class CompiledSchema:
+    def __new__(cls, specs: list[tuple[Any, ...]]) -> CompiledSchema: ...
+
+@final
+class RecordReader:
+    def __new__(
+        cls,
+        paths: list[str],
+        compression: str | None = "auto",
+        verify: bool = True,
+        max_record_bytes: int | None = None,
+    ) -> RecordReader: ...
+    def read_batch(self, max_records: int = 1024, max_bytes: int = 16777216) -> list[bytes]: ...
+    @property
+    def current_path(self) -> str | None: ...
+
+@final
+class RecordWriter:
+    def __new__(
+        cls,
+        path: str,
+        compression: str | None = None,
+        level: int | None = None,
+        atomic: bool = True,
+    ) -> RecordWriter: ...
+    def write(self, data: bytes) -> None: ...
+    def write_many(self, records: Iterable[bytes]) -> int: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def records_written(self) -> int: ...
+    @property
+    def compression(self) -> str | None: ...
+    @property
+    def current_path(self) -> str: ...
