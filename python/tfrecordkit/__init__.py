@@ -23,7 +23,14 @@ from .example import (
     encode_example,
     encode_sequence_example,
 )
-from .records import RecordWriter, count, expand_paths, read_records
+from .records import (
+    RecordWriter,
+    count,
+    expand_paths,
+    read_batches,
+    read_examples,
+    read_records,
+)
 from .schema import (
     FixedLen,
     FixedLenSequence,
@@ -62,6 +69,8 @@ __all__ = [
     "infer_schema",
     "parse_example",
     "parse_examples",
+    "read_batches",
+    "read_examples",
     "read_records",
     "verify",
 ]

@@ -5,14 +5,22 @@ from __future__ import annotations
 import glob as _glob
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from . import _core
 from .errors import DataLossError, DataLossWarning
 
-__all__ = ["RecordWriter", "count", "expand_paths", "read_records"]
+__all__ = [
+    "RecordWriter",
+    "count",
+    "expand_paths",
+    "read_batches",
+    "read_examples",
+    "read_records",
+]
 
 PathLike = str | os.PathLike[str]
 Paths = PathLike | Sequence[PathLike]
@@ -48,11 +56,6 @@ def expand_paths(paths: Paths) -> list[str]:
     return out
 
 
-def _check_on_error(on_error: object) -> None:
-    if on_error not in ("raise", "skip", "warn"):
-        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
-
-
 def read_records(
     paths: Paths,
     *,
@@ -75,16 +78,80 @@ def read_records(
     >>> for record in read_records("data/*.tfrecord"):  # doctest: +SKIP
     ...     example = decode_example(record)
     """
-    _check_on_error(on_error)
-    files = expand_paths(paths)
-    reader = _core.RecordReader(files, compression, verify, max_record_bytes)
-    return _iterate(reader, on_error)
+    reader = _open(paths, compression, verify, on_error, max_record_bytes)
+    return chain.from_iterable(_batches(lambda: reader.read_batch(512), on_error))
 
 
-def _iterate(reader: _core.RecordReader, on_error: OnError) -> Iterator[bytes]:
+def read_batches(
+    paths: Paths,
+    batch_size: int = 1024,
+    *,
+    compression: str | None = "auto",
+    verify: bool = True,
+    on_error: OnError = "raise",
+    max_record_bytes: int | None = None,
+) -> Iterator[list[bytes]]:
+    """Like :func:`read_records`, but yields lists of up to ``batch_size`` records.
+
+    Batches run across file boundaries; one is shorter only at the end, or where damage
+    was skipped.
+    """
+    reader = _open(paths, compression, verify, on_error, max_record_bytes)
+    return _batches(lambda: reader.read_batch(batch_size), on_error)
+
+
+def read_examples(
+    paths: Paths,
+    schema: Any,
+    batch_size: int = 1024,
+    *,
+    compression: str | None = "auto",
+    verify: bool = True,
+    on_error: OnError = "raise",
+    max_record_bytes: int | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Reads and parses Examples in batches: each item is what :func:`parse_examples`
+    returns for up to ``batch_size`` records. Reading, checksums and parsing all run in
+    native code without the GIL.
+
+    >>> schema = {"label": FixedLen([], "int64")}
+    >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
+    ...     train_step(batch["label"])
+    """
+    from .schema import _as_schema, _assemble
+
+    schema = _as_schema(schema)
+    compiled = schema.compiled()
+    keys = list(schema)
+    reader = _open(paths, compression, verify, on_error, max_record_bytes)
+    for parsed in _batches(lambda: reader.read_parsed(compiled, batch_size), on_error):
+        yield {k: _assemble(*p) for k, p in zip(keys, parsed, strict=True)}
+
+
+def _open(
+    paths: Paths,
+    compression: str | None,
+    verify: bool,
+    on_error: object,
+    max_record_bytes: int | None,
+) -> _core.RecordReader:
+    if on_error not in ("raise", "skip", "warn"):
+        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
+    return _core.RecordReader(expand_paths(paths), compression, verify, max_record_bytes)
+
+
+T = TypeVar("T")
+
+
+def _batches(next_batch: Callable[[], T | None], on_error: OnError) -> Iterator[T]:
+    """Calls ``next_batch`` until it returns nothing, applying the ``on_error`` policy.
+
+    The native reader has already stepped past the damage when it raises, so skipping is
+    simply calling it again.
+    """
     while True:
         try:
-            batch = reader.read_batch(512)
+            batch = next_batch()
         except DataLossError as err:
             if on_error == "raise":
                 raise
@@ -93,7 +160,7 @@ def _iterate(reader: _core.RecordReader, on_error: OnError) -> Iterator[bytes]:
             continue
         if not batch:
             return
-        yield from batch
+        yield batch
 
 
 def count(paths: Paths, *, compression: str | None = "auto") -> int:

@@ -210,17 +210,44 @@ pub fn decode_feature(buf: &[u8]) -> Result<Feature> {
 
 // ---------------------------------------------------------------- map decoding
 
-/// Reads one map entry (`key = 1`, `value = 2`); returns the key and the value's bytes
-/// (all occurrences of the value field, which protobuf merges).
-pub fn read_map_entry(buf: &[u8]) -> Result<(&[u8], Vec<&[u8]>)> {
+/// The value field(s) of a map entry. Protobuf merges repeated occurrences.
+pub enum EntryValue<'a> {
+    Absent,
+    One(&'a [u8]),
+    Many(Vec<&'a [u8]>),
+}
+
+impl EntryValue<'_> {
+    /// The value's bytes, concatenating repeated occurrences (which merges them).
+    pub fn merged(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
+        match self {
+            EntryValue::Absent => None,
+            EntryValue::One(b) => Some(std::borrow::Cow::Borrowed(b)),
+            EntryValue::Many(parts) => Some(std::borrow::Cow::Owned(parts.concat())),
+        }
+    }
+}
+
+/// Reads one map entry (`key = 1`, `value = 2`): the key and the value's bytes.
+pub fn read_map_entry(buf: &[u8]) -> Result<(&[u8], EntryValue<'_>)> {
     let mut r = WireReader::new(buf);
     let mut key: &[u8] = b"";
-    let mut values = Vec::with_capacity(1);
+    let mut value = EntryValue::Absent;
     while !r.is_empty() {
         let (field, wt) = r.tag()?;
         match (field, wt) {
             (1, wire::LEN) => key = r.bytes()?,
-            (2, wire::LEN) => values.push(r.bytes()?),
+            (2, wire::LEN) => {
+                let b = r.bytes()?;
+                value = match value {
+                    EntryValue::Absent => EntryValue::One(b),
+                    EntryValue::One(first) => EntryValue::Many(vec![first, b]),
+                    EntryValue::Many(mut v) => {
+                        v.push(b);
+                        EntryValue::Many(v)
+                    }
+                };
+            }
             (1 | 2, _) => {
                 return Err(Error::decode(format!(
                     "malformed map entry: field {field} has wire type {wt}"
@@ -229,7 +256,7 @@ pub fn read_map_entry(buf: &[u8]) -> Result<(&[u8], Vec<&[u8]>)> {
             _ => r.skip(field, wt)?,
         }
     }
-    Ok((key, values))
+    Ok((key, value))
 }
 
 pub fn utf8_key(key: &[u8]) -> Result<&str> {
@@ -272,12 +299,11 @@ fn decode_features_into(buf: &[u8], map: &mut OrderedMap<Feature>) -> Result<()>
     while !r.is_empty() {
         let (field, wt) = r.tag()?;
         if field == 1 && wt == wire::LEN {
-            let (key, values) = read_map_entry(r.bytes()?)?;
+            let (key, value) = read_map_entry(r.bytes()?)?;
             let key = utf8_key(key)?;
-            let feature = match values.as_slice() {
-                [] => Feature::Empty,
-                [one] => decode_feature(one)?,
-                many => decode_feature(&many.concat())?,
+            let feature = match value.merged() {
+                None => Feature::Empty,
+                Some(b) => decode_feature(&b)?,
             };
             map.insert(key, feature);
         } else {
@@ -330,12 +356,11 @@ pub fn decode_sequence_example(buf: &[u8]) -> Result<(Features, FeatureLists)> {
                 while !fl.is_empty() {
                     let (f, w) = fl.tag()?;
                     if f == 1 && w == wire::LEN {
-                        let (key, values) = read_map_entry(fl.bytes()?)?;
+                        let (key, value) = read_map_entry(fl.bytes()?)?;
                         let key = utf8_key(key)?;
-                        let list = match values.as_slice() {
-                            [] => Vec::new(),
-                            [one] => decode_feature_list(one)?,
-                            many => decode_feature_list(&many.concat())?,
+                        let list = match value.merged() {
+                            None => Vec::new(),
+                            Some(b) => decode_feature_list(&b)?,
                         };
                         lists.insert(key, list);
                     } else {

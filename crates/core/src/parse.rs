@@ -4,11 +4,15 @@
 //! where each wanted feature's bytes are (the last occurrence of a key wins), and values are
 //! decoded straight into per-feature columns. Large batches are split across threads.
 
+use std::sync::OnceLock;
+
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::example::{read_float_list, read_int64_list, read_map_entry, utf8_key, Kind};
+use crate::example::{
+    read_float_list, read_int64_list, read_map_entry, utf8_key, EntryValue, Kind,
+};
 use crate::wire::{self, WireReader};
 
 /// The value type of a feature.
@@ -338,13 +342,13 @@ fn locate<'a>(schema: &Schema, record: &'a [u8], slots: &mut [Slot<'a>]) -> Resu
                 features.skip(f, w)?;
                 continue;
             }
-            let (key, values) = read_map_entry(features.bytes()?)?;
+            let (key, value) = read_map_entry(features.bytes()?)?;
             match schema.index_of(key) {
                 Some(i) => {
-                    slots[i] = match values.as_slice() {
-                        [] => Slot::Missing,
-                        [one] => Slot::One(one),
-                        many => Slot::Merged(many.concat()),
+                    slots[i] = match value {
+                        EntryValue::Absent => Slot::Missing,
+                        EntryValue::One(b) => Slot::One(b),
+                        EntryValue::Many(parts) => Slot::Merged(parts.concat()),
                     }
                 }
                 None => {
@@ -439,20 +443,30 @@ where
     Ok(acc)
 }
 
-/// Below this many records a batch is parsed on the calling thread.
-pub const PARALLEL_THRESHOLD: usize = 4096;
+/// Batches with fewer record bytes than this are parsed on the calling thread.
+pub const PARALLEL_MIN_BYTES: usize = 1 << 16;
+
+/// The process that first used the thread pool. A forked child (a PyTorch DataLoader
+/// worker, say) inherits the pool's state but not its threads, so it parses inline.
+static POOL_OWNER: OnceLock<u32> = OnceLock::new();
+
+fn pool_usable() -> bool {
+    *POOL_OWNER.get_or_init(std::process::id) == std::process::id()
+        && rayon::current_num_threads() > 1
+}
 
 /// Parses a batch of serialized Examples with `schema`.
 ///
-/// Errors name the record's index within the batch and the feature key.
+/// Errors name the record's index within the batch and the feature key. Batches of more
+/// than [`PARALLEL_MIN_BYTES`] are split across the thread pool.
 pub fn parse_examples<T: AsRef<[u8]> + Sync>(
     schema: &Schema,
     records: &[T],
 ) -> Result<Vec<Parsed>> {
     let n = records.len();
-    let threads = rayon::current_num_threads();
-    let accs = if n >= PARALLEL_THRESHOLD && threads > 1 {
-        let chunk = n.div_ceil(threads * 2).max(1024);
+    let bytes: usize = records.iter().map(|r| r.as_ref().len()).sum();
+    let accs = if n >= 64 && bytes >= PARALLEL_MIN_BYTES && pool_usable() {
+        let chunk = n.div_ceil(rayon::current_num_threads() * 2);
         records
             .par_chunks(chunk)
             .enumerate()

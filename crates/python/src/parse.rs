@@ -5,7 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use tfrecordkit_core::{
-    parse_examples as core_parse, Column, DType, FeatureSpec, Schema, SpecKind,
+    parse_examples as core_parse, Column, DType, FeatureSpec, Parsed, Schema, SpecKind,
 };
 
 use crate::errors::IntoPyResult;
@@ -30,7 +30,7 @@ fn default_column(dtype: DType, values: &Bound<'_, PyAny>) -> PyResult<Column> {
 /// A schema compiled once for repeated batch parsing.
 #[pyclass(module = "tfrecordkit._core", frozen)]
 pub struct CompiledSchema {
-    schema: Schema,
+    pub schema: Schema,
 }
 
 #[pymethods]
@@ -90,7 +90,7 @@ fn column_to_py<'py>(py: Python<'py>, col: Column) -> PyResult<Bound<'py, PyAny>
     })
 }
 
-type ParsedPy<'py> = (Bound<'py, PyAny>, Vec<usize>, Option<Bound<'py, PyAny>>);
+pub type ParsedPy<'py> = (Bound<'py, PyAny>, Vec<usize>, Option<Bound<'py, PyAny>>);
 
 /// Parses serialized Examples; returns `(flat values, shape, row_splits or None)` per spec.
 #[pyfunction]
@@ -114,6 +114,11 @@ pub fn parse_examples<'py>(
         py.detach(|| core_parse(&schema.schema, &owned))
     }
     .py_err(py)?;
+    parsed_to_py(py, parsed)
+}
+
+/// Converts parsed columns into `(flat values, shape, row_splits or None)` tuples.
+pub fn parsed_to_py(py: Python<'_>, parsed: Vec<Parsed>) -> PyResult<Vec<ParsedPy<'_>>> {
     parsed
         .into_iter()
         .map(|p| {

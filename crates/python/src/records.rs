@@ -7,6 +7,7 @@ use pyo3::types::{PyBytes, PyList};
 use tfrecordkit_core::{Compression, MultiFileReader, ReadOptions, RecordBatch};
 
 use crate::errors::IntoPyResult;
+use crate::parse::{parsed_to_py, CompiledSchema, ParsedPy};
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
     Compression::parse(name).py_err(py)
@@ -57,6 +58,29 @@ impl RecordReader {
         py.detach(|| inner.read_batch(batch, max_records.max(1), max_bytes))
             .py_err(py)?;
         PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))
+    }
+
+    /// Reads up to `max_records` records and parses them with `schema` in one native call;
+    /// `None` at the end. Returns what `parse_examples` returns.
+    #[pyo3(signature = (schema, max_records=1024))]
+    fn read_parsed<'py>(
+        &mut self,
+        py: Python<'py>,
+        schema: &CompiledSchema,
+        max_records: usize,
+    ) -> PyResult<Option<Vec<ParsedPy<'py>>>> {
+        let RecordReader { inner, batch } = self;
+        batch.clear();
+        py.detach(|| inner.read_batch(batch, max_records.max(1), usize::MAX))
+            .py_err(py)?;
+        if batch.is_empty() {
+            return Ok(None);
+        }
+        let records: Vec<&[u8]> = batch.iter().collect();
+        let parsed = py
+            .detach(|| tfrecordkit_core::parse_examples(&schema.schema, &records))
+            .py_err(py)?;
+        parsed_to_py(py, parsed).map(Some)
     }
 
     /// The file being read, if any.
