@@ -1,0 +1,191 @@
+//! Record framing end to end: write, read back, and every kind of damage.
+
+use std::io::Write;
+
+use proptest::prelude::*;
+use tfrecordkit_core::{
+    count_records, frame_record, Compression, ErrorKind, MultiFileReader, ReadOptions, RecordBatch,
+    RecordReader, RecordWriter,
+};
+
+fn framed(records: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in records {
+        frame_record(r, &mut out);
+    }
+    out
+}
+
+fn read_all(
+    bytes: &[u8],
+    compression: Compression,
+) -> (Vec<Vec<u8>>, Option<tfrecordkit_core::Error>) {
+    let mut reader = RecordReader::new(bytes, compression, "mem", &ReadOptions::default());
+    let mut out = Vec::new();
+    loop {
+        match reader.next_record() {
+            Ok(Some(r)) => out.push(r.to_vec()),
+            Ok(None) => return (out, None),
+            Err(e) if e.resumable => continue,
+            Err(e) => return (out, Some(e)),
+        }
+    }
+}
+
+#[test]
+fn empty_stream_and_boundary_end() {
+    let (records, err) = read_all(b"", Compression::None);
+    assert!(records.is_empty() && err.is_none());
+    let bytes = framed(&[b"a", b"", b"ccc"]);
+    let (records, err) = read_all(&bytes, Compression::None);
+    assert!(err.is_none());
+    assert_eq!(records, vec![b"a".to_vec(), vec![], b"ccc".to_vec()]);
+}
+
+#[test]
+fn every_truncation_is_a_truncated_error_after_the_intact_records() {
+    let bytes = framed(&[b"first", b"second record"]);
+    let first_len = 16 + 5;
+    for cut in first_len + 1..bytes.len() {
+        let (records, err) = read_all(&bytes[..cut], Compression::None);
+        assert_eq!(records, vec![b"first".to_vec()], "cut at {cut}");
+        let err = err.expect("an error");
+        assert_eq!(err.kind, ErrorKind::Truncated, "cut at {cut}: {err}");
+        assert_eq!(err.offset, Some(first_len as u64));
+        assert_eq!(err.record_index, Some(1));
+    }
+}
+
+#[test]
+fn length_checksum_mismatch_stops_before_allocating() {
+    let mut bytes = framed(&[b"ok"]);
+    let mut bad = framed(&[b"x"]);
+    bad[..8].copy_from_slice(&u64::MAX.to_le_bytes()); // huge length, stale checksum
+    bytes.extend(bad);
+    let (records, err) = read_all(&bytes, Compression::None);
+    assert_eq!(records.len(), 1);
+    let err = err.unwrap();
+    assert_eq!(err.kind, ErrorKind::Corrupt);
+    assert_eq!(err.offset, Some(18));
+}
+
+#[test]
+fn huge_length_with_valid_checksum_is_data_loss_without_allocation() {
+    let len = (1u64 << 40).to_le_bytes();
+    let mut bytes = len.to_vec();
+    bytes.extend(tfrecordkit_core::crc::masked_crc32c(&len).to_le_bytes());
+    bytes.extend([0u8; 64]);
+    let (_, err) = read_all(&bytes, Compression::None);
+    assert_eq!(err.unwrap().kind, ErrorKind::DataLoss);
+    let opts = ReadOptions {
+        max_record_bytes: u64::MAX,
+        ..ReadOptions::default()
+    };
+    // Without a maximum, a compressed-like stream of unknown size ends as truncated data,
+    // having grown its buffer only as far as the bytes that really arrived.
+    let mut reader = RecordReader::new(&bytes[..], Compression::None, "mem", &opts);
+    let err = reader.next_record().unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Truncated);
+}
+
+#[test]
+fn data_checksum_mismatch_skips_one_record() {
+    let mut bytes = framed(&[b"one", b"two", b"three"]);
+    bytes[19 + 12] ^= 1; // first data byte of record 1
+    let mut reader = RecordReader::new(
+        &bytes[..],
+        Compression::None,
+        "mem",
+        &ReadOptions::default(),
+    );
+    assert_eq!(reader.next_record().unwrap().unwrap(), b"one");
+    let err = reader.next_record().unwrap_err();
+    assert!(err.resumable);
+    assert_eq!(
+        (err.kind, err.record_index, err.offset),
+        (ErrorKind::Corrupt, Some(1), Some(19))
+    );
+    assert_eq!(reader.next_record().unwrap().unwrap(), b"three");
+    assert!(reader.next_record().unwrap().is_none());
+}
+
+#[test]
+fn gzip_members_concatenate_and_damage_is_located() {
+    let mut all = Vec::new();
+    for part in [framed(&[b"a", b"b"]), framed(&[b"c"])] {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&part).unwrap();
+        all.extend(gz.finish().unwrap());
+    }
+    let (records, err) = read_all(&all, Compression::Gzip);
+    assert!(err.is_none());
+    assert_eq!(records.len(), 3);
+    let (records, err) = read_all(&all[..all.len() - 5], Compression::Gzip);
+    assert!(records.len() <= 3);
+    let err = err.expect("truncated gzip is an error");
+    assert!(
+        matches!(err.kind, ErrorKind::Truncated | ErrorKind::DataLoss),
+        "{err}"
+    );
+}
+
+#[test]
+fn writer_is_atomic_and_readers_see_all_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (i, c) in [None, Some(Compression::Gzip), Some(Compression::Zlib)]
+        .into_iter()
+        .enumerate()
+    {
+        let path = dir.path().join(format!("f{i}.tfrecord"));
+        let p = path.to_str().unwrap().to_owned();
+        let mut w = RecordWriter::create(&p, c, None, true).unwrap();
+        w.write(b"x").unwrap();
+        w.write(&[7u8; 100_000]).unwrap();
+        w.flush().unwrap();
+        assert!(!path.exists(), "final name appears only at close");
+        w.close().unwrap();
+        assert!(path.exists());
+        assert_eq!(count_records(&p, None).unwrap(), 2);
+        paths.push(p);
+    }
+    let mut aborted =
+        RecordWriter::create(&format!("{}/gone", dir.path().display()), None, None, true).unwrap();
+    aborted.write(b"x").unwrap();
+    aborted.abort();
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        3,
+        "no temporaries left"
+    );
+
+    let mut reader = MultiFileReader::new(paths, ReadOptions::default());
+    let mut batch = RecordBatch::default();
+    let mut total = 0;
+    loop {
+        batch.clear();
+        reader.read_batch(&mut batch, 4, usize::MAX).unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        total += batch.len();
+    }
+    assert_eq!(total, 6);
+}
+
+proptest! {
+    #[test]
+    fn framing_round_trips(records in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..40)) {
+        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        let (back, err) = read_all(&framed(&refs), Compression::None);
+        prop_assert!(err.is_none());
+        prop_assert_eq!(back, records);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        for c in [Compression::None, Compression::Gzip, Compression::Zlib] {
+            let _ = read_all(&bytes, c);
+        }
+    }
+}
