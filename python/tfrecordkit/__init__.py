@@ -21,6 +21,7 @@ from .example import (
     decode_example,
     decode_sequence_example,
     encode_example,
+    encode_examples,
     encode_sequence_example,
 )
 from .records import (
@@ -63,6 +64,7 @@ __all__ = [
     "decode_example",
     "decode_sequence_example",
     "encode_example",
+    "encode_examples",
     "encode_sequence_example",
     "errors",
     "expand_paths",

@@ -11,6 +11,7 @@ from . import _core
 
 __all__ = [
     "decode_example",
+    "encode_examples",
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
@@ -75,3 +76,64 @@ def decode_sequence_example(
     """
     context, lists = _core.decode_sequence_example(data)
     return context, lists
+
+
+def _column(name: str, col: Any) -> Any:
+    """One table column as the extension wants it: a 2-D int64/float32 array
+    ``[rows, values per row]``, or a list of bytes (one value per row)."""
+    if isinstance(col, (list, tuple)) and col and isinstance(col[0], (bytes, str)):
+        values = list(col)
+    else:
+        arr = np.asarray(col)
+        if arr.ndim == 0:
+            raise ValueError(f"column {name!r} is a scalar; columns need one entry per row")
+        kind = arr.dtype.kind
+        if kind in "biuf":
+            dtype = np.float32 if kind == "f" else np.int64
+            if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+                raise OverflowError(f"column {name!r} has values beyond the int64 range")
+            return np.ascontiguousarray(arr.reshape(len(arr), -1), dtype=dtype)
+        if kind not in "SUO" or arr.ndim != 1:
+            raise TypeError(
+                f"column {name!r}: expected numbers (one value or a fixed-size array per row) "
+                f"or one bytes/str value per row, not a {arr.dtype} array of shape {arr.shape}"
+            )
+        values = arr.tolist()
+    out = []
+    for v in values:
+        if isinstance(v, str):
+            v = v.encode()
+        elif not isinstance(v, bytes):
+            raise TypeError(
+                f"column {name!r} mixes bytes/str with {type(v).__name__}; "
+                "encode rows of mixed or variable-length values with encode_example"
+            )
+        out.append(v)
+    return out
+
+
+def table_columns(columns: Mapping[str, Any]) -> tuple[list[str], list[Any]]:
+    """Names and normalized columns of a mapping or DataFrame (anything with ``.items()``)."""
+    names: list[str] = []
+    cols: list[Any] = []
+    for name, col in columns.items():
+        if not isinstance(name, str):
+            raise TypeError(f"column names must be str, not {type(name).__name__}")
+        names.append(name)
+        cols.append(_column(name, col))
+    return names, cols
+
+
+def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
+    """Encodes a table (a dict of columns, or a DataFrame) as one Example per row.
+
+    Numeric columns hold one value per row (1-D) or a fixed-size array per row (2-D and
+    up, flattened); bytes/str columns one value per row. Encoding runs in native code with
+    no Python object per row.
+
+    >>> records = encode_examples({"label": np.array([1, 2]), "name": ["a", "b"]})
+    >>> decode_example(records[1])["name"]
+    [b'b']
+    """
+    names, cols = table_columns(columns)
+    return _core.encode_columns(names, cols)

@@ -1,6 +1,7 @@
 //! tfrecordkit's core: TFRecord framing, compression, and the `tf.train.Example` wire codec,
 //! with schema-driven batch parsing. Pure Rust; the Python bindings live in another crate.
 
+pub mod columns;
 pub mod compression;
 pub mod crc;
 pub mod error;
@@ -10,6 +11,7 @@ pub mod reader;
 pub mod wire;
 pub mod writer;
 
+pub use columns::{frame_table, ColumnRef};
 pub use compression::Compression;
 pub use error::{Error, ErrorKind, Result};
 pub use example::{

@@ -450,7 +450,7 @@ pub const PARALLEL_MIN_BYTES: usize = 1 << 16;
 /// worker, say) inherits the pool's state but not its threads, so it parses inline.
 static POOL_OWNER: OnceLock<u32> = OnceLock::new();
 
-fn pool_usable() -> bool {
+pub(crate) fn pool_usable() -> bool {
     *POOL_OWNER.get_or_init(std::process::id) == std::process::id()
         && rayon::current_num_threads() > 1
 }

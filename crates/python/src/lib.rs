@@ -80,6 +80,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_sequence_example, m)?)?;
     m.add_function(wrap_pyfunction!(parse::parse_examples, m)?)?;
     m.add_function(wrap_pyfunction!(records::count_records, m)?)?;
+    m.add_function(wrap_pyfunction!(records::encode_columns, m)?)?;
     m.add_function(wrap_pyfunction!(records::masked_crc32c, m)?)?;
     m.add_class::<parse::CompiledSchema>()?;
     m.add_class::<records::RecordReader>()?;

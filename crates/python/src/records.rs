@@ -2,9 +2,14 @@
 
 use std::borrow::Cow;
 
+use numpy::{PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use tfrecordkit_core::{Compression, MultiFileReader, ReadOptions, RecordBatch};
+use tfrecordkit_core::columns::encode_row;
+use tfrecordkit_core::{
+    frame_table, ColumnRef, Compression, MultiFileReader, ReadOptions, RecordBatch,
+};
 
 use crate::errors::IntoPyResult;
 use crate::parse::{parsed_to_py, CompiledSchema, ParsedPy};
@@ -132,6 +137,31 @@ impl RecordWriter {
         Ok(n)
     }
 
+    /// Encodes a table as Examples and writes them; returns the number of rows.
+    ///
+    /// `columns` holds, per name, a C-contiguous 2-D int64 or float32 array
+    /// (`[rows, values per row]`) or a list of bytes (one value per row).
+    fn write_columns(
+        &mut self,
+        py: Python<'_>,
+        names: Vec<String>,
+        columns: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        with_columns(&columns, |cols| {
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let rows = table_rows(&refs, cols)?;
+            let inner = &mut self.inner;
+            py.detach(|| {
+                for (n, chunk) in frame_table(&refs, cols, rows) {
+                    inner.write_framed(&chunk, n)?;
+                }
+                Ok(())
+            })
+            .py_err(py)?;
+            Ok(rows)
+        })
+    }
+
     fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
         let inner = &mut self.inner;
         py.detach(|| inner.flush()).py_err(py)
@@ -169,6 +199,88 @@ impl RecordWriter {
     fn current_path(&self) -> String {
         self.inner.current_path().to_string_lossy().into_owned()
     }
+}
+
+/// Borrows the Python columns as core column views for the duration of `f`.
+fn with_columns<R>(
+    columns: &[Bound<'_, PyAny>],
+    f: impl FnOnce(&[ColumnRef<'_>]) -> PyResult<R>,
+) -> PyResult<R> {
+    let mut ints = Vec::new();
+    let mut floats = Vec::new();
+    let mut bytes: Vec<Vec<Bound<'_, PyBytes>>> = Vec::new();
+    enum Slot {
+        Int(usize),
+        Float(usize),
+        Bytes(usize),
+    }
+    let mut slots = Vec::with_capacity(columns.len());
+    for col in columns {
+        if let Ok(a) = col.cast::<PyArray2<i64>>() {
+            slots.push(Slot::Int(ints.len()));
+            ints.push(a.readonly());
+        } else if let Ok(a) = col.cast::<PyArray2<f32>>() {
+            slots.push(Slot::Float(floats.len()));
+            floats.push(a.readonly());
+        } else {
+            slots.push(Slot::Bytes(bytes.len()));
+            bytes.push(col.extract()?);
+        }
+    }
+    let byte_slices: Vec<Vec<&[u8]>> = bytes
+        .iter()
+        .map(|v| v.iter().map(|b| b.as_bytes()).collect())
+        .collect();
+    let mut refs = Vec::with_capacity(slots.len());
+    for slot in &slots {
+        refs.push(match *slot {
+            Slot::Int(i) => ColumnRef::Int64 {
+                values: ints[i].as_slice()?,
+                width: ints[i].shape()[1],
+            },
+            Slot::Float(i) => ColumnRef::Float32 {
+                values: floats[i].as_slice()?,
+                width: floats[i].shape()[1],
+            },
+            Slot::Bytes(i) => ColumnRef::Bytes(&byte_slices[i]),
+        });
+    }
+    f(&refs)
+}
+
+/// The common row count of `cols`, or an error naming the column that disagrees.
+fn table_rows(names: &[&str], cols: &[ColumnRef<'_>]) -> PyResult<usize> {
+    let mut rows = None;
+    for (name, col) in names.iter().zip(cols) {
+        let n = col.rows();
+        match rows {
+            None => rows = Some(n),
+            Some(r) if r != n => {
+                return Err(PyValueError::new_err(format!(
+                    "column {name:?} has {n} rows but an earlier column has {r}"
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(rows.unwrap_or(0))
+}
+
+/// Encodes a table as serialized Examples (unframed), one bytes object per row.
+#[pyfunction]
+pub fn encode_columns<'py>(
+    py: Python<'py>,
+    names: Vec<String>,
+    columns: Vec<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    with_columns(&columns, |cols| {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let rows = table_rows(&refs, cols)?;
+        PyList::new(
+            py,
+            (0..rows).map(|i| PyBytes::new(py, &encode_row(&refs, cols, i))),
+        )
+    })
 }
 
 /// Counts the records of one file (length checksums verified).
