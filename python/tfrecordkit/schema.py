@@ -198,10 +198,10 @@ class Ragged:
 
     def __getitem__(self, i: int) -> np.ndarray:
         n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
+        row = i + n if i < 0 else i
+        if not 0 <= row < n:
             raise IndexError(f"row {i} out of range for {n} rows")
+        i = row
         return self.values[self.row_splits[i] : self.row_splits[i + 1]]
 
     def __iter__(self) -> Iterator[np.ndarray]:

@@ -1,9 +1,9 @@
 //! Stream compression: detection and the decoders/encoders TensorFlow's GZIP and ZLIB options use.
 
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 
-use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
+use flate2::{Decompress, FlushDecompress, Status};
 
 use crate::crc::masked_crc32c;
 use crate::error::{Error, Result};
@@ -131,92 +131,153 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Reads concatenated zlib streams back to back, as gzip members are.
-pub struct MultiZlibDecoder<R: BufRead> {
-    decoder: Option<ZlibDecoder<R>>,
+/// Decompresses gzip or zlib, member after member (concatenated gzip members and zlib
+/// streams read as one stream, as TensorFlow reads them).
+///
+/// Unlike a plain `Read` adapter it never drops output: everything decoded before a
+/// damaged spot is returned first, and the error only on the following call, located at
+/// the compressed byte where decoding stopped.
+pub struct Inflater<R: Read> {
+    inner: Counting<R>,
+    gzip: bool,
+    state: Decompress,
+    input: Vec<u8>,
+    start: usize,
+    end: usize,
+    input_eof: bool,
+    /// Inside a member: some of its input was consumed and its end not yet seen.
+    in_member: bool,
+    /// Compressed bytes handed to the decoder so far.
+    consumed: u64,
+    pending: Option<io::Error>,
 }
 
-impl<R: BufRead> MultiZlibDecoder<R> {
-    pub fn new(inner: R) -> Self {
-        MultiZlibDecoder {
-            decoder: Some(ZlibDecoder::new(inner)),
+impl<R: Read> Inflater<R> {
+    pub fn new(inner: R, gzip: bool) -> Self {
+        Inflater {
+            inner: Counting::new(inner),
+            gzip,
+            state: Self::fresh(gzip),
+            input: vec![0; 1 << 16],
+            start: 0,
+            end: 0,
+            input_eof: false,
+            in_member: false,
+            consumed: 0,
+            pending: None,
         }
     }
 
-    pub fn get_ref(&self) -> &R {
-        self.decoder.as_ref().expect("decoder present").get_ref()
+    fn fresh(gzip: bool) -> Decompress {
+        if gzip {
+            Decompress::new_gzip(15)
+        } else {
+            Decompress::new(true)
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        if self.gzip {
+            "GZIP"
+        } else {
+            "ZLIB"
+        }
     }
 }
 
-impl<R: BufRead> Read for MultiZlibDecoder<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
+impl<R: Read> Read for Inflater<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        if out.is_empty() {
             return Ok(0);
         }
         loop {
-            let dec = self.decoder.as_mut().expect("decoder present");
-            let n = dec.read(buf)?;
-            if n > 0 {
-                return Ok(n);
+            if self.start == self.end && !self.input_eof {
+                let n = self.inner.read(&mut self.input)?;
+                self.start = 0;
+                self.end = n;
+                self.input_eof = n == 0;
             }
-            // End of one stream: go on if more input follows.
-            if dec.get_mut().fill_buf()?.is_empty() {
+            if self.start == self.end && self.input_eof {
+                if self.in_member {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("{} stream ends early", self.name()),
+                    ));
+                }
                 return Ok(0);
             }
-            let inner = self.decoder.take().expect("decoder present").into_inner();
-            self.decoder = Some(ZlibDecoder::new(inner));
+            let (in_before, out_before) = (self.state.total_in(), self.state.total_out());
+            let result = self.state.decompress(
+                &self.input[self.start..self.end],
+                out,
+                FlushDecompress::None,
+            );
+            let used = (self.state.total_in() - in_before) as usize;
+            let produced = (self.state.total_out() - out_before) as usize;
+            self.start += used;
+            self.consumed += used as u64;
+            self.in_member |= used > 0;
+            match result {
+                Ok(Status::StreamEnd) => {
+                    self.state = Self::fresh(self.gzip);
+                    self.in_member = false;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let err = io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+                    if produced > 0 {
+                        self.pending = Some(err);
+                        return Ok(produced);
+                    }
+                    return Err(err);
+                }
+            }
+            if produced > 0 {
+                return Ok(produced);
+            }
         }
     }
 }
-
-type FileSource<R> = BufReader<Counting<R>>;
 
 /// A decompressing reader that can report how far into the compressed file it got.
 pub enum Decoder<R: Read> {
     Plain(Counting<R>),
-    Gzip(MultiGzDecoder<FileSource<R>>),
-    Zlib(MultiZlibDecoder<FileSource<R>>),
+    Inflate(Box<Inflater<R>>),
 }
 
 impl<R: Read> Decoder<R> {
     pub fn new(inner: R, compression: Compression) -> Self {
-        let counted = Counting::new(inner);
         match compression {
-            Compression::None => Decoder::Plain(counted),
-            Compression::Gzip => Decoder::Gzip(MultiGzDecoder::new(BufReader::with_capacity(
-                1 << 16,
-                counted,
-            ))),
-            Compression::Zlib => Decoder::Zlib(MultiZlibDecoder::new(BufReader::with_capacity(
-                1 << 16,
-                counted,
-            ))),
+            Compression::None => Decoder::Plain(Counting::new(inner)),
+            Compression::Gzip => Decoder::Inflate(Box::new(Inflater::new(inner, true))),
+            Compression::Zlib => Decoder::Inflate(Box::new(Inflater::new(inner, false))),
         }
     }
 
-    fn counting(&self) -> &Counting<R> {
-        match self {
-            Decoder::Plain(c) => c,
-            Decoder::Gzip(d) => d.get_ref().get_ref(),
-            Decoder::Zlib(d) => d.get_ref().get_ref(),
-        }
-    }
-
-    /// Compressed bytes consumed from the file so far (read ahead included).
+    /// Compressed bytes the decoder has consumed (for a plain stream, bytes read).
     pub fn compressed_position(&self) -> u64 {
-        self.counting().count
+        match self {
+            Decoder::Plain(c) => c.count,
+            Decoder::Inflate(d) => d.consumed,
+        }
     }
 
     /// Whether the last failure came from the file rather than from the decoder.
     pub fn os_failed(&self) -> bool {
-        self.counting().os_error
+        match self {
+            Decoder::Plain(c) => c.os_error,
+            Decoder::Inflate(d) => d.inner.os_error,
+        }
     }
 
     pub fn compression(&self) -> Compression {
         match self {
             Decoder::Plain(_) => Compression::None,
-            Decoder::Gzip(_) => Compression::Gzip,
-            Decoder::Zlib(_) => Compression::Zlib,
+            Decoder::Inflate(d) if d.gzip => Compression::Gzip,
+            Decoder::Inflate(_) => Compression::Zlib,
         }
     }
 }
@@ -225,8 +286,7 @@ impl<R: Read> Read for Decoder<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Decoder::Plain(r) => r.read(buf),
-            Decoder::Gzip(r) => r.read(buf),
-            Decoder::Zlib(r) => r.read(buf),
+            Decoder::Inflate(r) => r.read(buf),
         }
     }
 }

@@ -16,6 +16,8 @@ pub const FOOTER_LEN: usize = 4;
 pub const DEFAULT_MAX_RECORD_BYTES: u64 = 1 << 31;
 
 const CHUNK: usize = 1 << 20;
+/// No record can be longer than memory can address (header and footer included).
+const MAX_ADDRESSABLE: u64 = (isize::MAX as u64) - 16;
 const HEAD_LEN: usize = 16;
 
 /// How records are read.
@@ -76,7 +78,12 @@ impl FileRecordReader {
             .take(HEAD_LEN as u64)
             .read_to_end(&mut head)
             .map_err(|e| Error::io(e, Some(path)))?;
-        let compression = Compression::resolve(opts.compression, Path::new(path), &head);
+        // An empty file holds no records, whatever compression it was meant to have.
+        let compression = if head.is_empty() {
+            Compression::None
+        } else {
+            Compression::resolve(opts.compression, Path::new(path), &head)
+        };
         let total = (compression == Compression::None && meta.is_file()).then_some(meta.len());
         let source = Cursor::new(head.clone()).chain(file);
         let mut reader = RecordReader::new(source, compression, path, opts);
@@ -212,10 +219,10 @@ impl<R: Read> RecordReader<R> {
             let msg = "record length checksum mismatch (corrupt record header)";
             return Err(self.fail(Error::corrupt(msg)));
         }
-        if len > self.max_record_bytes {
+        if len > self.max_record_bytes.min(MAX_ADDRESSABLE) {
             let msg = format!(
                 "record length {len} exceeds the maximum of {} bytes",
-                self.max_record_bytes
+                self.max_record_bytes.min(MAX_ADDRESSABLE)
             );
             return Err(self.fail(Error::data_loss(msg)));
         }

@@ -1,5 +1,7 @@
 //! Python values to `Feature`s (TensorFlow's coercion rules) and back.
 
+use std::borrow::Cow;
+
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
@@ -50,20 +52,67 @@ fn scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     if let Ok(b) = obj.cast::<PyByteArray>() {
         return Ok(Some(Scalar::Bytes(b.to_vec())));
     }
-    // NumPy scalars (np.int64, np.bool_, np.float32...) and 0-d arrays.
-    if obj.hasattr("dtype")? && obj.hasattr("item")? {
+    // NumPy scalars (np.int64, np.bool_, np.float32, np.longdouble...) and 0-d arrays,
+    // by their dtype's kind; never by `.item()`, which may return the same type again.
+    if obj.hasattr("dtype")? {
         let is_0d = match obj.cast::<PyUntypedArray>() {
             Ok(a) => a.ndim() == 0,
             Err(_) => true,
         };
         if is_0d {
-            let item = obj.call_method0("item")?;
-            if !item.is(obj) {
-                return scalar(&item);
-            }
+            let kind: String = obj.getattr("dtype")?.getattr("kind")?.extract()?;
+            let builtins = obj.py().import("builtins")?;
+            return Ok(Some(match kind.as_str() {
+                "b" => Scalar::Int(i64::from(obj.is_truthy()?)),
+                "i" | "u" => Scalar::Int(int_of(&builtins.getattr("int")?.call1((obj,))?)?),
+                "f" => {
+                    Scalar::Float(builtins.getattr("float")?.call1((obj,))?.extract::<f64>()? as f32)
+                }
+                "S" => Scalar::Bytes(builtins.getattr("bytes")?.call1((obj,))?.extract()?),
+                "U" => Scalar::Bytes(
+                    builtins
+                        .getattr("str")?
+                        .call1((obj,))?
+                        .extract::<String>()?
+                        .into_bytes(),
+                ),
+                "O" => {
+                    return scalar(&obj.call_method0("item")?).and_then(|s| {
+                        s.ok_or_else(|| type_error(obj, "unsupported object"))
+                            .map(Some)
+                    })
+                }
+                _ => return Err(type_error(obj, "unsupported NumPy dtype")),
+            }));
         }
     }
     Ok(None)
+}
+
+/// The bytes of a bytes-like object (bytes, bytearray, memoryview or any buffer).
+pub fn bytes_like<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Cow::Borrowed(b.as_bytes()));
+    }
+    if let Ok(b) = obj.cast::<PyByteArray>() {
+        return Ok(Cow::Owned(b.to_vec()));
+    }
+    let view = obj
+        .py()
+        .import("builtins")?
+        .getattr("memoryview")?
+        .call1((obj,))
+        .map_err(|_| type_error_plain(obj, "a bytes-like object"))?;
+    Ok(Cow::Owned(view.call_method0("tobytes")?.extract()?))
+}
+
+fn type_error_plain(obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
+    let tname = obj
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into());
+    PyTypeError::new_err(format!("expected {expected}, not {tname}"))
 }
 
 fn type_error(obj: &Bound<'_, PyAny>, what: &str) -> PyErr {
@@ -144,9 +193,16 @@ fn from_array(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Feature> {
             Ok(Feature::Int64(typed.as_slice()?.to_vec()))
         }
         b'f' => {
-            let cast = flat.call_method1("astype", ("float32",))?;
-            let typed = cast.cast::<PyArray1<f32>>()?.readonly();
-            Ok(Feature::Float(typed.as_slice()?.to_vec()))
+            if let Ok(f32s) = flat.cast::<PyArray1<f32>>() {
+                return Ok(Feature::Float(f32s.to_vec()?));
+            }
+            // Wider or narrower floats go through float64; the cast to float32 saturates
+            // to infinity as Python's own float conversion does, without NumPy warnings.
+            let wide = flat.call_method1("astype", ("float64",))?;
+            let typed = wide.cast::<PyArray1<f64>>()?.readonly();
+            Ok(Feature::Float(
+                typed.as_slice()?.iter().map(|&v| v as f32).collect(),
+            ))
         }
         b'S' | b'U' | b'O' => {
             if arr.len() == 0 {

@@ -9,7 +9,7 @@ mod errors;
 mod parse;
 mod records;
 
-use convert::{feature_to_py, features_to_dict, to_feature, to_features};
+use convert::{bytes_like, feature_to_py, features_to_dict, to_feature, to_features};
 use errors::IntoPyResult;
 
 /// Serializes a mapping of feature name → value as a `tf.train.Example`.
@@ -27,8 +27,8 @@ fn encode_example<'py>(
 
 /// Decodes a serialized `tf.train.Example` into a dict.
 #[pyfunction]
-fn decode_example<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
-    let features = tfrecordkit_core::decode_example(data).py_err(py)?;
+fn decode_example<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let features = tfrecordkit_core::decode_example(&bytes_like(data)?).py_err(py)?;
     features_to_dict(py, features)
 }
 
@@ -58,8 +58,12 @@ fn encode_sequence_example<'py>(
 
 /// Decodes a serialized `tf.train.SequenceExample` into `(context, feature_lists)`.
 #[pyfunction]
-fn decode_sequence_example<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
-    let (context, lists) = tfrecordkit_core::decode_sequence_example(data).py_err(py)?;
+fn decode_sequence_example<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (context, lists) =
+        tfrecordkit_core::decode_sequence_example(&bytes_like(data)?).py_err(py)?;
     let context = features_to_dict(py, context)?;
     let out = PyDict::new(py);
     for (k, steps) in lists {

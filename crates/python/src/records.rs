@@ -1,7 +1,5 @@
 //! Record reading and writing classes.
 
-use std::borrow::Cow;
-
 use numpy::{PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -11,6 +9,7 @@ use tfrecordkit_core::{
     frame_table, ColumnRef, Compression, MultiFileReader, ReadOptions, RecordBatch,
 };
 
+use crate::convert::bytes_like;
 use crate::errors::IntoPyResult;
 use crate::parse::{parsed_to_py, CompiledSchema, ParsedPy};
 
@@ -109,9 +108,18 @@ impl RecordWriter {
         py: Python<'_>,
         path: &str,
         compression: Option<&str>,
-        level: Option<u32>,
+        level: Option<i64>,
         atomic: bool,
     ) -> PyResult<Self> {
+        let level = match level {
+            None => None,
+            Some(l @ 0..=9) => Some(l as u32),
+            Some(l) => {
+                return Err(PyValueError::new_err(format!(
+                    "compression level {l} is out of range 0-9"
+                )))
+            }
+        };
         let compression = match compression {
             Some(name) => compression_arg(py, Some(name))?,
             None => Some(Compression::None),
@@ -121,8 +129,8 @@ impl RecordWriter {
         Ok(RecordWriter { inner })
     }
 
-    fn write(&mut self, py: Python<'_>, data: Cow<'_, [u8]>) -> PyResult<()> {
-        self.inner.write(&data).py_err(py)
+    fn write(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.write(&bytes_like(data)?).py_err(py)
     }
 
     /// Writes every bytes-like item of an iterable; returns how many.
@@ -130,8 +138,7 @@ impl RecordWriter {
         let mut n = 0;
         for item in records.try_iter()? {
             let item = item?;
-            let data: Cow<'_, [u8]> = item.extract()?;
-            self.inner.write(&data).py_err(py)?;
+            self.inner.write(&bytes_like(&item)?).py_err(py)?;
             n += 1;
         }
         Ok(n)
