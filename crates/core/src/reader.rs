@@ -19,6 +19,8 @@ const CHUNK: usize = 1 << 20;
 /// No record can be longer than memory can address (header and footer included).
 const MAX_ADDRESSABLE: u64 = (isize::MAX as u64) - 16;
 const HEAD_LEN: usize = 16;
+/// Records at least this long are read straight into the caller's buffer.
+const DIRECT_MIN: u64 = 1 << 16;
 
 /// How records are read.
 #[derive(Debug, Clone, Copy)]
@@ -192,11 +194,9 @@ impl<R: Read> RecordReader<R> {
             .with_record(self.index)
     }
 
-    /// The next record's data, or `None` at a clean end of stream.
-    ///
-    /// After a data-CRC mismatch the error is `resumable`: the record was skipped and the
-    /// next call reads the one after it. Any other error ends this reader.
-    pub fn next_record(&mut self) -> Result<Option<&[u8]>> {
+    /// Reads and checks the next header, leaving it in the buffer; the record's length, or
+    /// `None` at a clean end of stream.
+    fn header(&mut self) -> Result<Option<u64>> {
         if self.done {
             return Ok(None);
         }
@@ -219,11 +219,9 @@ impl<R: Read> RecordReader<R> {
             let msg = "record length checksum mismatch (corrupt record header)";
             return Err(self.fail(Error::corrupt(msg)));
         }
-        if len > self.max_record_bytes.min(MAX_ADDRESSABLE) {
-            let msg = format!(
-                "record length {len} exceeds the maximum of {} bytes",
-                self.max_record_bytes.min(MAX_ADDRESSABLE)
-            );
+        let max = self.max_record_bytes.min(MAX_ADDRESSABLE);
+        if len > max {
+            let msg = format!("record length {len} exceeds the maximum of {max} bytes");
             return Err(self.fail(Error::data_loss(msg)));
         }
         if let Some(total) = self.total_len {
@@ -235,43 +233,148 @@ impl<R: Read> RecordReader<R> {
                 return Err(self.fail(Error::truncated(msg)));
             }
         }
+        Ok(Some(len))
+    }
+
+    fn truncated_body(&mut self, len: u64, data_got: u64, footer_got: usize) -> Error {
+        let msg = if data_got < len {
+            format!("truncated record data: {data_got} of {len} bytes")
+        } else {
+            format!("truncated record footer: {footer_got} of {FOOTER_LEN} bytes")
+        };
+        self.fail(Error::truncated(msg))
+    }
+
+    /// Moves past a record of `len` data bytes; returns its (offset, index).
+    fn advance(&mut self, len: u64) -> (u64, u64) {
+        let at = (self.offset, self.index);
+        self.offset += len + (HEADER_LEN + FOOTER_LEN) as u64;
+        self.index += 1;
+        at
+    }
+
+    fn crc_error(&self, (offset, index): (u64, u64)) -> Error {
+        Error::corrupt("record data checksum mismatch")
+            .with_path(&self.path)
+            .with_offset(offset)
+            .with_record(index)
+            .resumable()
+    }
+
+    /// The next record's data, or `None` at a clean end of stream.
+    ///
+    /// After a data-CRC mismatch the error is `resumable`: the record was skipped and the
+    /// next call reads the one after it. Any other error ends this reader.
+    pub fn next_record(&mut self) -> Result<Option<&[u8]>> {
+        let Some(len) = self.header()? else {
+            return Ok(None);
+        };
         let need = HEADER_LEN + len as usize + FOOTER_LEN;
         let avail = match self.fill(need) {
             Ok(n) => n,
             Err(e) => return Err(self.fail(e)),
         };
         if avail < need {
-            let msg = if avail < HEADER_LEN + len as usize {
-                format!(
-                    "truncated record data: {} of {len} bytes",
-                    avail - HEADER_LEN
-                )
-            } else {
-                format!(
-                    "truncated record footer: {} of {FOOTER_LEN} bytes",
-                    avail - HEADER_LEN - len as usize
-                )
-            };
-            return Err(self.fail(Error::truncated(msg)));
+            let data_got = (avail - HEADER_LEN).min(len as usize);
+            let footer_got = avail - HEADER_LEN - data_got;
+            return Err(self.truncated_body(len, data_got as u64, footer_got));
         }
         let data_start = self.start + HEADER_LEN;
         let data_end = data_start + len as usize;
-        let record_offset = self.offset;
-        let record_index = self.index;
         self.start += need;
-        self.offset += need as u64;
-        self.index += 1;
+        let at = self.advance(len);
         if self.verify {
             let stored = u32::from_le_bytes(self.buf[data_end..data_end + 4].try_into().unwrap());
             if masked_crc32c(&self.buf[data_start..data_end]) != stored {
-                return Err(Error::corrupt("record data checksum mismatch")
-                    .with_path(&self.path)
-                    .with_offset(record_offset)
-                    .with_record(record_index)
-                    .resumable());
+                return Err(self.crc_error(at));
             }
         }
         Ok(Some(&self.buf[data_start..data_end]))
+    }
+
+    /// Appends the next record's data to `out`; `false` at a clean end of stream.
+    ///
+    /// Large records are read from the stream straight into `out`, without passing through
+    /// the reader's buffer. Errors are as for [`RecordReader::next_record`]; `out` is left
+    /// as it was.
+    pub fn next_record_into(&mut self, out: &mut Vec<u8>) -> Result<bool> {
+        let Some(len) = self.header()? else {
+            return Ok(false);
+        };
+        if len < DIRECT_MIN {
+            // Same path as next_record, header already checked.
+            let need = HEADER_LEN + len as usize + FOOTER_LEN;
+            let avail = match self.fill(need) {
+                Ok(n) => n,
+                Err(e) => return Err(self.fail(e)),
+            };
+            if avail < need {
+                let data_got = (avail - HEADER_LEN).min(len as usize);
+                let footer_got = avail - HEADER_LEN - data_got;
+                return Err(self.truncated_body(len, data_got as u64, footer_got));
+            }
+            let data = &self.buf[self.start + HEADER_LEN..self.start + need - FOOTER_LEN];
+            let stored = u32::from_le_bytes(
+                self.buf[self.start + need - 4..self.start + need]
+                    .try_into()
+                    .unwrap(),
+            );
+            let ok = !self.verify || masked_crc32c(data) == stored;
+            if ok {
+                out.extend_from_slice(data);
+            }
+            self.start += need;
+            let at = self.advance(len);
+            return if ok {
+                Ok(true)
+            } else {
+                Err(self.crc_error(at))
+            };
+        }
+        let base = out.len();
+        let buffered = (self.end - self.start - HEADER_LEN).min(len as usize);
+        let from = self.start + HEADER_LEN;
+        out.extend_from_slice(&self.buf[from..from + buffered]);
+        self.start += HEADER_LEN + buffered;
+        let mut got = buffered as u64;
+        while got < len {
+            // Grow with what really arrives, never to a declared size up front.
+            let step = (len - got).min(got.max(CHUNK as u64));
+            out.reserve(step as usize);
+            let n = match (&mut self.src).take(step).read_to_end(out) {
+                Ok(n) => n as u64,
+                Err(e) => {
+                    out.truncate(base);
+                    let err = self.stream_error(e);
+                    return Err(self.fail(err));
+                }
+            };
+            got += n;
+            if n < step {
+                self.eof = true;
+                out.truncate(base);
+                return Err(self.truncated_body(len, got, 0));
+            }
+        }
+        let avail = match self.fill(FOOTER_LEN) {
+            Ok(n) => n,
+            Err(e) => {
+                out.truncate(base);
+                return Err(self.fail(e));
+            }
+        };
+        if avail < FOOTER_LEN {
+            out.truncate(base);
+            return Err(self.truncated_body(len, len, avail));
+        }
+        let stored = u32::from_le_bytes(self.buf[self.start..self.start + 4].try_into().unwrap());
+        self.start += FOOTER_LEN;
+        let at = self.advance(len);
+        if self.verify && masked_crc32c(&out[base..]) != stored {
+            out.truncate(base);
+            return Err(self.crc_error(at));
+        }
+        Ok(true)
     }
 }
 
@@ -363,9 +466,9 @@ impl MultiFileReader {
                 }
             }
             let reader = self.current.as_mut().expect("a file is open");
-            match reader.next_record() {
-                Ok(Some(record)) => out.push(record),
-                Ok(None) => self.current = None,
+            match reader.next_record_into(&mut out.data) {
+                Ok(true) => out.ends.push(out.data.len()),
+                Ok(false) => self.current = None,
                 Err(e) => {
                     if !e.resumable {
                         self.current = None;

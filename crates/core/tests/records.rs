@@ -189,3 +189,71 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn large_records_read_directly_into_the_caller_buffer() {
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7) as u8).collect();
+    let bytes = framed(&[b"small", &big, &big[..70_000]]);
+    let read_into = |bytes: &[u8], c| {
+        let mut reader = RecordReader::new(bytes, c, "mem", &ReadOptions::default());
+        let mut out = vec![9u8];
+        let mut lens = Vec::new();
+        loop {
+            let before = out.len();
+            match reader.next_record_into(&mut out) {
+                Ok(true) => lens.push(out.len() - before),
+                Ok(false) => return (out, lens, None),
+                Err(e) => {
+                    assert_eq!(
+                        out.len(),
+                        before,
+                        "a failed read leaves the buffer as it was"
+                    );
+                    if e.resumable {
+                        continue;
+                    }
+                    return (out, lens, Some(e));
+                }
+            }
+        }
+    };
+    let (out, lens, err) = read_into(&bytes, Compression::None);
+    assert!(err.is_none());
+    assert_eq!(lens, vec![5, 300_000, 70_000]);
+    assert_eq!(&out[6..300_006], &big[..]);
+
+    let second = 16 + 5;
+    for cut in [
+        second + 11,
+        second + 12,
+        second + 1000,
+        second + 200_000,
+        second + 12 + 300_000 + 2,
+    ] {
+        let (_, lens, err) = read_into(&bytes[..cut], Compression::None);
+        assert_eq!(lens, vec![5]);
+        let err = err.unwrap();
+        assert_eq!(
+            (err.kind, err.offset, err.record_index),
+            (ErrorKind::Truncated, Some(second as u64), Some(1)),
+            "cut {cut}: {err}"
+        );
+    }
+
+    let mut damaged = bytes.clone();
+    damaged[second + 12 + 150_000] ^= 0x40;
+    let (_, lens, err) = read_into(&damaged, Compression::None);
+    assert!(err.is_none());
+    assert_eq!(
+        lens,
+        vec![5, 70_000],
+        "the damaged large record alone is skipped"
+    );
+
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&bytes).unwrap();
+    let gz = gz.finish().unwrap();
+    let (_, lens, err) = read_into(&gz, Compression::Gzip);
+    assert!(err.is_none());
+    assert_eq!(lens, vec![5, 300_000, 70_000]);
+}
