@@ -92,7 +92,8 @@ def _column(name: str, col: Any) -> Any:
             dtype = np.float32 if kind == "f" else np.int64
             if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
                 raise OverflowError(f"column {name!r} has values beyond the int64 range")
-            return np.ascontiguousarray(arr.reshape(len(arr), -1), dtype=dtype)
+            width = int(np.prod(arr.shape[1:], dtype=np.int64))
+            return np.ascontiguousarray(arr.reshape(len(arr), width), dtype=dtype)
         if kind not in "SUO" or arr.ndim != 1:
             raise TypeError(
                 f"column {name!r}: expected numbers (one value or a fixed-size array per row) "

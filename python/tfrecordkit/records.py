@@ -124,8 +124,8 @@ def read_examples(
     compiled = schema.compiled()
     keys = list(schema)
     reader = _open(paths, compression, verify, on_error, max_record_bytes)
-    for parsed in _batches(lambda: reader.read_parsed(compiled, batch_size), on_error):
-        yield {k: _assemble(*p) for k, p in zip(keys, parsed, strict=True)}
+    batches = _batches(lambda: reader.read_parsed(compiled, batch_size), on_error)
+    return ({k: _assemble(*p) for k, p in zip(keys, parsed, strict=True)} for parsed in batches)
 
 
 def _open(

@@ -65,6 +65,18 @@ impl Column {
         }
     }
 
+    /// An empty column with room for `n` values.
+    pub fn with_capacity(dtype: DType, n: usize) -> Column {
+        match dtype {
+            DType::Int64 => Column::Int64(Vec::with_capacity(n)),
+            DType::Float32 => Column::Float32(Vec::with_capacity(n)),
+            DType::Bytes => Column::Bytes {
+                data: Vec::new(),
+                ends: Vec::with_capacity(n),
+            },
+        }
+    }
+
     pub fn from_bytes<T: AsRef<[u8]>>(values: &[T]) -> Column {
         let mut col = Column::empty(DType::Bytes);
         for v in values {
@@ -263,12 +275,6 @@ struct Acc {
     counts: Vec<Vec<usize>>,
 }
 
-enum Slot<'a> {
-    Missing,
-    One(&'a [u8]),
-    Merged(Vec<u8>),
-}
-
 fn count_error(spec: &FeatureSpec, found: usize, expected: &str) -> Error {
     Error::schema(format!(
         "feature {:?} ({}) has {found} values; expected {expected}",
@@ -278,9 +284,58 @@ fn count_error(spec: &FeatureSpec, found: usize, expected: &str) -> Error {
     .with_key(&spec.key)
 }
 
+/// The payload of a `Feature` that is exactly one list of the wanted kind holding one packed
+/// (or, for bytes, one) value field: the shape every mainstream writer produces.
+#[inline(always)]
+fn packed_payload(buf: &[u8], want: Kind) -> Option<&[u8]> {
+    let (&tag, rest) = buf.split_first()?;
+    if tag != ((want as u8) << 3 | wire::LEN) {
+        return None;
+    }
+    let mut r = WireReader::new(rest);
+    let list = r.bytes().ok()?;
+    if !r.is_empty() {
+        return None;
+    }
+    let (&inner, rest) = list.split_first()?;
+    if inner != 0x0a {
+        return None;
+    }
+    let mut r = WireReader::new(rest);
+    let payload = r.bytes().ok()?;
+    r.is_empty().then_some(payload)
+}
+
 /// Decodes the lists of one `Feature` into `col`; returns the kind present (if any) and
 /// how many values were appended. Values of a kind that a later list replaces are dropped.
 fn read_feature_into(buf: &[u8], dtype: DType, col: &mut Column) -> Result<(Option<Kind>, usize)> {
+    let want = dtype.kind();
+    if let Some(payload) = packed_payload(buf, want) {
+        match col {
+            Column::Float32(v) if payload.len() % 4 == 0 => {
+                v.extend(
+                    payload
+                        .chunks_exact(4)
+                        .map(|c| f32::from_le_bytes(c.try_into().unwrap())),
+                );
+                return Ok((Some(want), payload.len() / 4));
+            }
+            Column::Int64(v) => {
+                let before = v.len();
+                let mut p = WireReader::new(payload);
+                while !p.is_empty() {
+                    v.push(p.varint()? as i64);
+                }
+                return Ok((Some(want), v.len() - before));
+            }
+            Column::Bytes { data, ends } => {
+                data.extend_from_slice(payload);
+                ends.push(data.len());
+                return Ok((Some(want), 1));
+            }
+            _ => {}
+        }
+    }
     let base = col.len();
     let want = dtype.kind();
     let mut kind = None;
@@ -323,11 +378,148 @@ fn read_feature_into(buf: &[u8], dtype: DType, col: &mut Column) -> Result<(Opti
     }
 }
 
-/// Finds the wanted features of one Example; `slots[i]` gets spec `i`'s `Feature` bytes.
-fn locate<'a>(schema: &Schema, record: &'a [u8], slots: &mut [Slot<'a>]) -> Result<()> {
-    for s in slots.iter_mut() {
-        *s = Slot::Missing;
+/// Key order seen in the previous record: entry `p` had spec `order[p]` (or none).
+/// Writers emit features in a fixed order, so checking the predicted key first replaces
+/// most hash lookups by one comparison.
+struct KeyOrder {
+    order: Vec<u32>,
+}
+
+const NO_SPEC: u32 = u32::MAX;
+
+impl KeyOrder {
+    #[inline]
+    fn find(&mut self, schema: &Schema, pos: usize, key: &[u8]) -> Option<usize> {
+        if let Some(&guess) = self.order.get(pos) {
+            if guess != NO_SPEC && same_key(schema.specs[guess as usize].key.as_bytes(), key) {
+                return Some(guess as usize);
+            }
+        }
+        let found = schema.index_of(key);
+        let code = found.map_or(NO_SPEC, |i| i as u32);
+        if pos < self.order.len() {
+            self.order[pos] = code;
+        } else if pos == self.order.len() && pos < 4096 {
+            self.order.push(code);
+        }
+        found
     }
+}
+
+/// Byte equality without a library call: feature names are short.
+#[inline(always)]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// The common shape of a map entry: `0a len key 12 len value`, nothing else.
+#[inline(always)]
+fn simple_entry(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&t1, rest) = buf.split_first()?;
+    let (&klen, rest) = rest.split_first()?;
+    if t1 != 0x0a || klen >= 0x80 || rest.len() < klen as usize {
+        return None;
+    }
+    let (key, rest) = rest.split_at(klen as usize);
+    let (&t2, rest) = rest.split_first()?;
+    if t2 != 0x12 {
+        return None;
+    }
+    let mut r = WireReader::new(rest);
+    let value = r.bytes().ok()?;
+    r.is_empty().then_some((key, value))
+}
+
+/// What one record held for one spec.
+#[derive(Clone, Copy)]
+struct Seen {
+    /// The record in which the spec was last seen (`RecordState::record` means this one).
+    record: u64,
+    /// Column length before this record's values.
+    start: usize,
+    count: usize,
+    kind: Option<Kind>,
+    /// The key's entry carried a value (an entry may hold only the key).
+    has_value: bool,
+    failed: bool,
+}
+
+/// Per-spec state for the record being parsed, reused from record to record.
+struct RecordState {
+    record: u64,
+    seen: Vec<Seen>,
+    /// Errors of failed features, reported unless a later duplicate key replaces them.
+    errors: Vec<Option<Error>>,
+}
+
+impl RecordState {
+    fn new(n: usize) -> Self {
+        let blank = Seen {
+            record: u64::MAX,
+            start: 0,
+            count: 0,
+            kind: None,
+            has_value: false,
+            failed: false,
+        };
+        RecordState {
+            record: 0,
+            seen: vec![blank; n],
+            errors: (0..n).map(|_| None).collect(),
+        }
+    }
+}
+
+/// Decodes one map entry's value for spec `i` straight into its column. A key seen
+/// before in the same record replaces what its earlier entry added (the last one wins).
+#[inline(always)]
+fn take_entry(
+    spec: &FeatureSpec,
+    i: usize,
+    value: Option<&[u8]>,
+    st: &mut RecordState,
+    col: &mut Column,
+) {
+    let s = &mut st.seen[i];
+    if s.record == st.record {
+        col.truncate(s.start);
+        if s.failed {
+            st.errors[i] = None;
+        }
+    } else {
+        s.record = st.record;
+        s.start = col.len();
+    }
+    s.has_value = value.is_some();
+    s.failed = false;
+    let result = match value {
+        Some(b) => read_feature_into(b, spec.dtype, col),
+        None => Ok((None, 0)),
+    };
+    match result {
+        Ok((kind, n)) => {
+            s.kind = kind;
+            s.count = n;
+        }
+        Err(e) => {
+            col.truncate(s.start);
+            s.kind = None;
+            s.count = 0;
+            s.failed = true;
+            st.errors[i] = Some(e.with_key(&spec.key));
+        }
+    }
+}
+
+/// Scans one Example's entries, decoding the wanted features into their columns.
+fn scan(
+    schema: &Schema,
+    record: &[u8],
+    st: &mut RecordState,
+    order: &mut KeyOrder,
+    acc: &mut Acc,
+) -> Result<()> {
+    let mut pos = 0;
     let mut r = WireReader::new(record);
     while !r.is_empty() {
         let (field, wt) = r.tag()?;
@@ -342,13 +534,21 @@ fn locate<'a>(schema: &Schema, record: &'a [u8], slots: &mut [Slot<'a>]) -> Resu
                 features.skip(f, w)?;
                 continue;
             }
-            let (key, value) = read_map_entry(features.bytes()?)?;
-            match schema.index_of(key) {
+            let entry = features.bytes()?;
+            let (key, value) = match simple_entry(entry) {
+                Some((key, value)) => (key, EntryValue::One(value)),
+                None => read_map_entry(entry)?,
+            };
+            match order.find(schema, pos, key) {
                 Some(i) => {
-                    slots[i] = match value {
-                        EntryValue::Absent => Slot::Missing,
-                        EntryValue::One(b) => Slot::One(b),
-                        EntryValue::Many(parts) => Slot::Merged(parts.concat()),
+                    let spec = &schema.specs[i];
+                    let col = &mut acc.values[i];
+                    match value {
+                        EntryValue::Absent => take_entry(spec, i, None, st, col),
+                        EntryValue::One(b) => take_entry(spec, i, Some(b), st, col),
+                        EntryValue::Many(parts) => {
+                            take_entry(spec, i, Some(&parts.concat()), st, col)
+                        }
                     }
                 }
                 None => {
@@ -357,43 +557,49 @@ fn locate<'a>(schema: &Schema, record: &'a [u8], slots: &mut [Slot<'a>]) -> Resu
                     }
                 }
             }
+            pos += 1;
         }
     }
     Ok(())
 }
 
-fn parse_record<'r>(
+fn missing_error(spec: &FeatureSpec, hint: &str) -> Error {
+    Error::schema(format!(
+        "feature {:?} ({}) is required but could not be found{hint}",
+        spec.key,
+        spec.dtype.name()
+    ))
+    .with_key(&spec.key)
+}
+
+fn parse_record(
     schema: &Schema,
-    record: &'r [u8],
-    local: &mut [Slot<'r>],
+    record: &[u8],
+    st: &mut RecordState,
+    order: &mut KeyOrder,
     acc: &mut Acc,
 ) -> Result<()> {
-    locate(schema, record, local)?;
+    st.record += 1;
+    scan(schema, record, st, order, acc)?;
     for (i, spec) in schema.specs.iter().enumerate() {
-        let col = &mut acc.values[i];
-        let bytes: Option<&[u8]> = match &local[i] {
-            Slot::Missing => None,
-            Slot::One(b) => Some(b),
-            Slot::Merged(v) => Some(v),
-        };
-        let (kind, n) = match bytes {
-            Some(b) => read_feature_into(b, spec.dtype, col).map_err(|e| e.with_key(&spec.key))?,
-            None => (None, 0),
+        let s = st.seen[i];
+        let (kind, n, has_value) = if s.record == st.record {
+            if s.failed {
+                if let Some(e) = st.errors[i].take() {
+                    return Err(e);
+                }
+            }
+            (s.kind, s.count, s.has_value)
+        } else {
+            (None, 0, false)
         };
         match &spec.kind {
             SpecKind::FixedLen { .. } => {
                 let stride = spec.stride();
                 if kind.is_none() {
                     match &spec.default {
-                        Some(d) => col.extend_cycled(d, stride),
-                        None => {
-                            return Err(Error::schema(format!(
-                                "feature {:?} ({}) is required but could not be found",
-                                spec.key,
-                                spec.dtype.name()
-                            ))
-                            .with_key(&spec.key))
-                        }
+                        Some(d) => acc.values[i].extend_cycled(d, stride),
+                        None => return Err(missing_error(spec, "")),
                     }
                 } else if n != stride {
                     return Err(count_error(spec, n, &stride.to_string()));
@@ -401,16 +607,13 @@ fn parse_record<'r>(
             }
             SpecKind::VarLen => acc.counts[i].push(n),
             SpecKind::FixedLenSequence { allow_missing, .. } => {
-                let stride = spec.stride();
-                if kind.is_none() && bytes.is_none() && !allow_missing {
-                    return Err(Error::schema(format!(
-                        "feature {:?} ({}) is required but could not be found \
-                         (use allow_missing=True to pad missing features)",
-                        spec.key,
-                        spec.dtype.name()
-                    ))
-                    .with_key(&spec.key));
+                if !has_value && !allow_missing {
+                    return Err(missing_error(
+                        spec,
+                        " (use allow_missing=True to pad missing features)",
+                    ));
                 }
+                let stride = spec.stride();
                 let misfit = if stride == 0 { n != 0 } else { n % stride != 0 };
                 if misfit {
                     return Err(count_error(spec, n, &format!("a multiple of {stride}")));
@@ -424,27 +627,39 @@ fn parse_record<'r>(
 
 fn parse_run<'r, I>(schema: &Schema, records: I, first_index: usize) -> Result<Acc>
 where
-    I: Iterator<Item = &'r [u8]>,
+    I: ExactSizeIterator<Item = &'r [u8]>,
 {
     let n_specs = schema.specs.len();
+    let n = records.len();
     let mut acc = Acc {
         values: schema
             .specs
             .iter()
-            .map(|s| Column::empty(s.dtype))
+            .map(|s| Column::with_capacity(s.dtype, n * s.stride().max(1)))
             .collect(),
-        counts: vec![Vec::new(); n_specs],
+        counts: schema
+            .specs
+            .iter()
+            .map(|s| match s.kind {
+                SpecKind::FixedLen { .. } => Vec::new(),
+                _ => Vec::with_capacity(n),
+            })
+            .collect(),
     };
-    let mut slots: Vec<Slot<'r>> = (0..n_specs).map(|_| Slot::Missing).collect();
+    let mut state = RecordState::new(n_specs);
+    let mut order = KeyOrder { order: Vec::new() };
     for (i, record) in records.enumerate() {
-        parse_record(schema, record, &mut slots, &mut acc)
+        parse_record(schema, record, &mut state, &mut order, &mut acc)
             .map_err(|e| e.with_record((first_index + i) as u64))?;
     }
     Ok(acc)
 }
 
-/// Batches with fewer record bytes than this are parsed on the calling thread.
-pub const PARALLEL_MIN_BYTES: usize = 1 << 16;
+/// Batches are split across the thread pool only when there is at least this much work,
+/// counted as records × schema features (about a millisecond), or this many bytes: waking
+/// the pool costs more than it saves on smaller batches.
+pub const PARALLEL_MIN_CELLS: usize = 50_000;
+pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
 /// The process that first used the thread pool. A forked child (a PyTorch DataLoader
 /// worker, say) inherits the pool's state but not its threads, so it parses inline.
@@ -457,16 +672,18 @@ pub(crate) fn pool_usable() -> bool {
 
 /// Parses a batch of serialized Examples with `schema`.
 ///
-/// Errors name the record's index within the batch and the feature key. Batches of more
-/// than [`PARALLEL_MIN_BYTES`] are split across the thread pool.
+/// Errors name the record's index within the batch and the feature key. Large batches
+/// are split across the thread pool.
 pub fn parse_examples<T: AsRef<[u8]> + Sync>(
     schema: &Schema,
     records: &[T],
 ) -> Result<Vec<Parsed>> {
     let n = records.len();
     let bytes: usize = records.iter().map(|r| r.as_ref().len()).sum();
-    let accs = if n >= 64 && bytes >= PARALLEL_MIN_BYTES && pool_usable() {
-        let chunk = n.div_ceil(rayon::current_num_threads() * 2);
+    let cells = n.saturating_mul(schema.specs.len());
+    let big = cells >= PARALLEL_MIN_CELLS || bytes >= PARALLEL_MIN_BYTES;
+    let accs = if n >= 64 && big && pool_usable() {
+        let chunk = n.div_ceil(rayon::current_num_threads());
         records
             .par_chunks(chunk)
             .enumerate()

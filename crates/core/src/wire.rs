@@ -39,7 +39,7 @@ impl<'a> WireReader<'a> {
         Error::decode(format!("malformed protobuf: {what} at byte {}", self.pos))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn varint(&mut self) -> Result<u64> {
         if let Some(&b) = self.buf.get(self.pos) {
             if b < 0x80 {
@@ -69,7 +69,7 @@ impl<'a> WireReader<'a> {
     }
 
     /// Reads a field tag: `(field number, wire type)`.
-    #[inline]
+    #[inline(always)]
     pub fn tag(&mut self) -> Result<(u32, u8)> {
         let start = self.pos;
         let key = self.varint()?;
@@ -87,7 +87,7 @@ impl<'a> WireReader<'a> {
     }
 
     /// Reads a length-delimited payload.
-    #[inline]
+    #[inline(always)]
     pub fn bytes(&mut self) -> Result<&'a [u8]> {
         let len = self.varint()?;
         let left = (self.buf.len() - self.pos) as u64;

@@ -3,7 +3,7 @@
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use tfrecordkit_core::{
     parse_examples as core_parse, Column, DType, FeatureSpec, Parsed, Schema, SpecKind,
 };
@@ -99,7 +99,10 @@ pub fn parse_examples<'py>(
     records: &Bound<'py, PyAny>,
     schema: &CompiledSchema,
 ) -> PyResult<Vec<ParsedPy<'py>>> {
-    let items: Vec<Bound<'py, PyAny>> = records.try_iter()?.collect::<PyResult<_>>()?;
+    let items: Vec<Bound<'py, PyAny>> = match records.cast::<PyList>() {
+        Ok(list) => list.iter().collect(),
+        Err(_) => records.try_iter()?.collect::<PyResult<_>>()?,
+    };
     let parsed = if items.iter().all(|i| i.is_instance_of::<PyBytes>()) {
         let slices: Vec<&[u8]> = items
             .iter()
