@@ -206,6 +206,25 @@ impl FeatureSpec {
 pub struct Schema {
     specs: Vec<FeatureSpec>,
     lookup: FxHashMap<Vec<u8>, usize>,
+    /// Compact per-spec facts the per-record loops need, kept apart from the specs.
+    plan: Vec<Plan>,
+    /// All keys back to back; spec `i`'s key is `keys[plan[i].key]`.
+    keys: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Fixed,
+    Var,
+    Sequence { allow_missing: bool },
+}
+
+#[derive(Debug, Clone)]
+struct Plan {
+    key: std::ops::Range<usize>,
+    dtype: DType,
+    shape: Shape,
+    stride: usize,
 }
 
 impl Schema {
@@ -242,11 +261,41 @@ impl Schema {
                 }
             }
         }
-        Ok(Schema { specs, lookup })
+        let mut keys = Vec::new();
+        let plan = specs
+            .iter()
+            .map(|spec| {
+                let start = keys.len();
+                keys.extend_from_slice(spec.key.as_bytes());
+                Plan {
+                    key: start..keys.len(),
+                    dtype: spec.dtype,
+                    shape: match spec.kind {
+                        SpecKind::FixedLen { .. } => Shape::Fixed,
+                        SpecKind::VarLen => Shape::Var,
+                        SpecKind::FixedLenSequence { allow_missing, .. } => {
+                            Shape::Sequence { allow_missing }
+                        }
+                    },
+                    stride: spec.stride(),
+                }
+            })
+            .collect();
+        Ok(Schema {
+            specs,
+            lookup,
+            plan,
+            keys,
+        })
     }
 
     pub fn specs(&self) -> &[FeatureSpec] {
         &self.specs
+    }
+
+    #[inline(always)]
+    fn key(&self, i: usize) -> &[u8] {
+        &self.keys[self.plan[i].key.clone()]
     }
 
     #[inline]
@@ -288,8 +337,20 @@ fn count_error(spec: &FeatureSpec, found: usize, expected: &str) -> Error {
 /// (or, for bytes, one) value field: the shape every mainstream writer produces.
 #[inline(always)]
 fn packed_payload(buf: &[u8], want: Kind) -> Option<&[u8]> {
-    let (&tag, rest) = buf.split_first()?;
-    if tag != ((want as u8) << 3 | wire::LEN) {
+    let tag = (want as u8) << 3 | wire::LEN;
+    // One-byte lengths: `tag n | 0a m payload`, the shape of nearly every short feature.
+    if buf.len() >= 4
+        && buf[0] == tag
+        && buf[1] < 0x80
+        && buf[1] as usize == buf.len() - 2
+        && buf[2] == 0x0a
+        && buf[3] < 0x80
+        && buf[3] as usize == buf.len() - 4
+    {
+        return Some(&buf[4..]);
+    }
+    let (&first, rest) = buf.split_first()?;
+    if first != tag {
         return None;
     }
     let mut r = WireReader::new(rest);
@@ -308,10 +369,15 @@ fn packed_payload(buf: &[u8], want: Kind) -> Option<&[u8]> {
 
 /// Decodes the lists of one `Feature` into `col`; returns the kind present (if any) and
 /// how many values were appended. Values of a kind that a later list replaces are dropped.
+#[inline(always)]
 fn read_feature_into(buf: &[u8], dtype: DType, col: &mut Column) -> Result<(Option<Kind>, usize)> {
     let want = dtype.kind();
     if let Some(payload) = packed_payload(buf, want) {
         match col {
+            Column::Float32(v) if payload.len() == 4 => {
+                v.push(f32::from_le_bytes(payload.try_into().unwrap()));
+                return Ok((Some(want), 1));
+            }
             Column::Float32(v) if payload.len() % 4 == 0 => {
                 v.extend(
                     payload
@@ -388,13 +454,18 @@ struct KeyOrder {
 const NO_SPEC: u32 = u32::MAX;
 
 impl KeyOrder {
-    #[inline]
+    #[inline(always)]
     fn find(&mut self, schema: &Schema, pos: usize, key: &[u8]) -> Option<usize> {
         if let Some(&guess) = self.order.get(pos) {
-            if guess != NO_SPEC && same_key(schema.specs[guess as usize].key.as_bytes(), key) {
+            if guess != NO_SPEC && schema.key(guess as usize) == key {
                 return Some(guess as usize);
             }
         }
+        self.learn(schema, pos, key)
+    }
+
+    #[cold]
+    fn learn(&mut self, schema: &Schema, pos: usize, key: &[u8]) -> Option<usize> {
         let found = schema.index_of(key);
         let code = found.map_or(NO_SPEC, |i| i as u32);
         if pos < self.order.len() {
@@ -404,30 +475,6 @@ impl KeyOrder {
         }
         found
     }
-}
-
-/// Byte equality without a library call: feature names are short.
-#[inline(always)]
-fn same_key(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-}
-
-/// The common shape of a map entry: `0a len key 12 len value`, nothing else.
-#[inline(always)]
-fn simple_entry(buf: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (&t1, rest) = buf.split_first()?;
-    let (&klen, rest) = rest.split_first()?;
-    if t1 != 0x0a || klen >= 0x80 || rest.len() < klen as usize {
-        return None;
-    }
-    let (key, rest) = rest.split_at(klen as usize);
-    let (&t2, rest) = rest.split_first()?;
-    if t2 != 0x12 {
-        return None;
-    }
-    let mut r = WireReader::new(rest);
-    let value = r.bytes().ok()?;
-    r.is_empty().then_some((key, value))
 }
 
 /// What one record held for one spec.
@@ -474,7 +521,7 @@ impl RecordState {
 /// before in the same record replaces what its earlier entry added (the last one wins).
 #[inline(always)]
 fn take_entry(
-    spec: &FeatureSpec,
+    schema: &Schema,
     i: usize,
     value: Option<&[u8]>,
     st: &mut RecordState,
@@ -493,7 +540,7 @@ fn take_entry(
     s.has_value = value.is_some();
     s.failed = false;
     let result = match value {
-        Some(b) => read_feature_into(b, spec.dtype, col),
+        Some(b) => read_feature_into(b, schema.plan[i].dtype, col),
         None => Ok((None, 0)),
     };
     match result {
@@ -506,7 +553,7 @@ fn take_entry(
             s.kind = None;
             s.count = 0;
             s.failed = true;
-            st.errors[i] = Some(e.with_key(&spec.key));
+            st.errors[i] = Some(e.with_key(&schema.specs[i].key));
         }
     }
 }
@@ -527,27 +574,38 @@ fn scan(
             r.skip(field, wt)?;
             continue;
         }
-        let mut features = WireReader::new(r.bytes()?);
-        while !features.is_empty() {
+        let fb = r.bytes()?;
+        let mut at = 0;
+        while at < fb.len() {
+            // Fast path: `0a n | 0a k key 12 v value` with one-byte lengths throughout.
+            if let Some((key, value, next)) = short_entry(fb, at) {
+                if let Some(i) = order.find(schema, pos, key) {
+                    take_entry(schema, i, Some(value), st, &mut acc.values[i]);
+                } else if !key.is_ascii() {
+                    utf8_key(key)?;
+                }
+                at = next;
+                pos += 1;
+                continue;
+            }
+            let mut features = WireReader::new(&fb[at..]);
             let (f, w) = features.tag()?;
             if f != 1 || w != wire::LEN {
                 features.skip(f, w)?;
+                at += features.pos();
                 continue;
             }
             let entry = features.bytes()?;
-            let (key, value) = match simple_entry(entry) {
-                Some((key, value)) => (key, EntryValue::One(value)),
-                None => read_map_entry(entry)?,
-            };
+            at += features.pos();
+            let (key, value) = read_map_entry(entry)?;
             match order.find(schema, pos, key) {
                 Some(i) => {
-                    let spec = &schema.specs[i];
                     let col = &mut acc.values[i];
                     match value {
-                        EntryValue::Absent => take_entry(spec, i, None, st, col),
-                        EntryValue::One(b) => take_entry(spec, i, Some(b), st, col),
+                        EntryValue::Absent => take_entry(schema, i, None, st, col),
+                        EntryValue::One(b) => take_entry(schema, i, Some(b), st, col),
                         EntryValue::Many(parts) => {
-                            take_entry(spec, i, Some(&parts.concat()), st, col)
+                            take_entry(schema, i, Some(&parts.concat()), st, col)
                         }
                     }
                 }
@@ -561,6 +619,26 @@ fn scan(
         }
     }
     Ok(())
+}
+
+/// A map entry at `fb[at..]` in its most common encoding, all lengths one byte:
+/// `0a n | 0a k key | 12 v value`. Returns the key, the value and where the next entry
+/// starts; `None` sends the caller down the general path.
+#[inline(always)]
+fn short_entry(fb: &[u8], at: usize) -> Option<(&[u8], &[u8], usize)> {
+    let head = fb.get(at..at + 4)?;
+    let (n, k) = (head[1] as usize, head[3] as usize);
+    if head[0] != 0x0a || head[1] >= 0x80 || head[2] != 0x0a || head[3] >= 0x80 {
+        return None;
+    }
+    let end = at + 2 + n;
+    let entry = fb.get(at + 2..end)?;
+    // entry = 0a k key 12 v value
+    let rest = entry.get(2 + k..)?;
+    if rest.len() < 2 || rest[0] != 0x12 || rest[1] >= 0x80 || rest[1] as usize != rest.len() - 2 {
+        return None;
+    }
+    Some((&entry[2..2 + k], &rest[2..], end))
 }
 
 fn missing_error(spec: &FeatureSpec, hint: &str) -> Error {
@@ -581,7 +659,7 @@ fn parse_record(
 ) -> Result<()> {
     st.record += 1;
     scan(schema, record, st, order, acc)?;
-    for (i, spec) in schema.specs.iter().enumerate() {
+    for (i, plan) in schema.plan.iter().enumerate() {
         let s = st.seen[i];
         let (kind, n, has_value) = if s.record == st.record {
             if s.failed {
@@ -593,30 +671,31 @@ fn parse_record(
         } else {
             (None, 0, false)
         };
-        match &spec.kind {
-            SpecKind::FixedLen { .. } => {
-                let stride = spec.stride();
+        let stride = plan.stride;
+        match plan.shape {
+            Shape::Fixed => {
                 if kind.is_none() {
+                    let spec = &schema.specs[i];
                     match &spec.default {
                         Some(d) => acc.values[i].extend_cycled(d, stride),
                         None => return Err(missing_error(spec, "")),
                     }
                 } else if n != stride {
-                    return Err(count_error(spec, n, &stride.to_string()));
+                    return Err(count_error(&schema.specs[i], n, &stride.to_string()));
                 }
             }
-            SpecKind::VarLen => acc.counts[i].push(n),
-            SpecKind::FixedLenSequence { allow_missing, .. } => {
+            Shape::Var => acc.counts[i].push(n),
+            Shape::Sequence { allow_missing } => {
                 if !has_value && !allow_missing {
                     return Err(missing_error(
-                        spec,
+                        &schema.specs[i],
                         " (use allow_missing=True to pad missing features)",
                     ));
                 }
-                let stride = spec.stride();
                 let misfit = if stride == 0 { n != 0 } else { n % stride != 0 };
                 if misfit {
-                    return Err(count_error(spec, n, &format!("a multiple of {stride}")));
+                    let expected = format!("a multiple of {stride}");
+                    return Err(count_error(&schema.specs[i], n, &expected));
                 }
                 acc.counts[i].push(n);
             }
