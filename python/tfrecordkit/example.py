@@ -80,7 +80,8 @@ def decode_sequence_example(
 
 def _column(name: str, col: Any) -> Any:
     """One table column as the extension wants it: a 2-D int64/float32 array
-    ``[rows, values per row]``, or a list of bytes (one value per row)."""
+    ``[rows, values per row]``, a 2-D uint8 array of fixed-width bytes values, or a list
+    of bytes (one value per row)."""
     if isinstance(col, (list, tuple)) and col and isinstance(col[0], (bytes, str)):
         values = list(col)
     else:
@@ -94,6 +95,9 @@ def _column(name: str, col: Any) -> Any:
                 raise OverflowError(f"column {name!r} has values beyond the int64 range")
             width = int(np.prod(arr.shape[1:], dtype=np.int64))
             return np.ascontiguousarray(arr.reshape(len(arr), width), dtype=dtype)
+        if kind == "S" and arr.ndim == 1 and arr.dtype.itemsize:
+            # Fixed-width bytes travel as rows of uint8, without a Python object per value.
+            return np.ascontiguousarray(arr).view(np.uint8).reshape(len(arr), -1)
         if kind not in "SUO" or arr.ndim != 1:
             raise TypeError(
                 f"column {name!r}: expected numbers (one value or a fixed-size array per row) "

@@ -94,16 +94,16 @@ impl ColumnRef<'_> {
     }
 }
 
-/// Appends row `i` as a serialized Example.
-fn put_row(names: &[&str], cols: &[ColumnRef<'_>], i: usize, out: &mut Vec<u8>) {
-    let mut sizes = [(0u32, 0usize); 64];
-    let mut heap;
-    let sizes: &mut [(u32, usize)] = if cols.len() <= sizes.len() {
-        &mut sizes[..cols.len()]
-    } else {
-        heap = vec![(0, 0); cols.len()];
-        &mut heap
-    };
+/// Appends row `i` as a serialized Example; `sizes` is scratch space reused across rows.
+fn put_row(
+    names: &[&str],
+    cols: &[ColumnRef<'_>],
+    i: usize,
+    sizes: &mut Vec<(u32, usize)>,
+    out: &mut Vec<u8>,
+) {
+    sizes.clear();
+    sizes.resize(cols.len(), (0, 0));
     let mut features_len = 0;
     for (c, col) in cols.iter().enumerate() {
         let (kind, list_len) = col.list_len(i);
@@ -140,11 +140,12 @@ pub fn frame_rows(
     rows: std::ops::Range<usize>,
     out: &mut Vec<u8>,
 ) {
+    let mut sizes = Vec::with_capacity(cols.len());
     for i in rows {
         let header_at = out.len();
         out.extend_from_slice(&[0u8; 12]);
         let data_at = out.len();
-        put_row(names, cols, i, out);
+        put_row(names, cols, i, &mut sizes, out);
         let len = ((out.len() - data_at) as u64).to_le_bytes();
         let data_crc = masked_crc32c(&out[data_at..]);
         out[header_at..header_at + 8].copy_from_slice(&len);
@@ -174,7 +175,7 @@ pub fn frame_table(names: &[&str], cols: &[ColumnRef<'_>], n_rows: usize) -> Vec
 /// Encodes row `i` as an unframed Example.
 pub fn encode_row(names: &[&str], cols: &[ColumnRef<'_>], i: usize) -> Vec<u8> {
     let mut out = Vec::new();
-    put_row(names, cols, i, &mut out);
+    put_row(names, cols, i, &mut Vec::new(), &mut out);
     out
 }
 

@@ -215,10 +215,12 @@ fn with_columns<R>(
 ) -> PyResult<R> {
     let mut ints = Vec::new();
     let mut floats = Vec::new();
+    let mut fixed = Vec::new();
     let mut bytes: Vec<Vec<Bound<'_, PyBytes>>> = Vec::new();
     enum Slot {
         Int(usize),
         Float(usize),
+        Fixed(usize),
         Bytes(usize),
     }
     let mut slots = Vec::with_capacity(columns.len());
@@ -229,15 +231,39 @@ fn with_columns<R>(
         } else if let Ok(a) = col.cast::<PyArray2<f32>>() {
             slots.push(Slot::Float(floats.len()));
             floats.push(a.readonly());
+        } else if let Ok(a) = col.cast::<PyArray2<u8>>() {
+            // Fixed-width bytes (a NumPy "S" array viewed as rows of uint8).
+            slots.push(Slot::Fixed(fixed.len()));
+            fixed.push(a.readonly());
         } else {
+            let list = col.cast::<PyList>()?;
+            let items = list
+                .iter()
+                .map(|item| item.cast_into::<PyBytes>().map_err(PyErr::from))
+                .collect::<PyResult<Vec<_>>>()?;
             slots.push(Slot::Bytes(bytes.len()));
-            bytes.push(col.extract()?);
+            bytes.push(items);
         }
     }
-    let byte_slices: Vec<Vec<&[u8]>> = bytes
+    let mut byte_slices: Vec<Vec<&[u8]>> = bytes
         .iter()
         .map(|v| v.iter().map(|b| b.as_bytes()).collect())
         .collect();
+    let first_fixed = byte_slices.len();
+    for a in &fixed {
+        let width = a.shape()[1];
+        let data = a.as_slice()?;
+        // NumPy drops trailing NUL bytes of "S" values; so do we.
+        byte_slices.push(
+            (0..a.shape()[0])
+                .map(|r| {
+                    let row = &data[r * width..(r + 1) * width];
+                    let len = row.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                    &row[..len]
+                })
+                .collect(),
+        );
+    }
     let mut refs = Vec::with_capacity(slots.len());
     for slot in &slots {
         refs.push(match *slot {
@@ -250,6 +276,7 @@ fn with_columns<R>(
                 width: floats[i].shape()[1],
             },
             Slot::Bytes(i) => ColumnRef::Bytes(&byte_slices[i]),
+            Slot::Fixed(i) => ColumnRef::Bytes(&byte_slices[first_fixed + i]),
         });
     }
     f(&refs)
