@@ -78,67 +78,21 @@ def decode_sequence_example(
     return context, lists
 
 
-def _column(name: str, col: Any) -> Any:
-    """One table column as the extension wants it: a 2-D int64/float32 array
-    ``[rows, values per row]``, a 2-D uint8 array of fixed-width bytes values, or a list
-    of bytes (one value per row)."""
-    if isinstance(col, (list, tuple)) and col and isinstance(col[0], (bytes, str)):
-        values = list(col)
-    else:
-        arr = np.asarray(col)
-        if arr.ndim == 0:
-            raise ValueError(f"column {name!r} is a scalar; columns need one entry per row")
-        kind = arr.dtype.kind
-        if kind in "biuf":
-            dtype = np.float32 if kind == "f" else np.int64
-            if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
-                raise OverflowError(f"column {name!r} has values beyond the int64 range")
-            width = int(np.prod(arr.shape[1:], dtype=np.int64))
-            return np.ascontiguousarray(arr.reshape(len(arr), width), dtype=dtype)
-        if kind == "S" and arr.ndim == 1 and arr.dtype.itemsize:
-            # Fixed-width bytes travel as rows of uint8, without a Python object per value.
-            return np.ascontiguousarray(arr).view(np.uint8).reshape(len(arr), -1)
-        if kind not in "SUO" or arr.ndim != 1:
-            raise TypeError(
-                f"column {name!r}: expected numbers (one value or a fixed-size array per row) "
-                f"or one bytes/str value per row, not a {arr.dtype} array of shape {arr.shape}"
-            )
-        values = arr.tolist()
-    out = []
-    for v in values:
-        if isinstance(v, str):
-            v = v.encode()
-        elif not isinstance(v, bytes):
-            raise TypeError(
-                f"column {name!r} mixes bytes/str with {type(v).__name__}; "
-                "encode rows of mixed or variable-length values with encode_example"
-            )
-        out.append(v)
-    return out
+def encode_examples(columns: Any, schema: Mapping[str, Any] | None = None) -> list[bytes]:
+    """Encodes a table (a dict of columns, a pandas DataFrame or an Arrow table) as one
+    Example per row.
 
-
-def table_columns(columns: Mapping[str, Any]) -> tuple[list[str], list[Any]]:
-    """Names and normalized columns of a mapping or DataFrame (anything with ``.items()``)."""
-    names: list[str] = []
-    cols: list[Any] = []
-    for name, col in columns.items():
-        if not isinstance(name, str):
-            raise TypeError(f"column names must be str, not {type(name).__name__}")
-        names.append(name)
-        cols.append(_column(name, col))
-    return names, cols
-
-
-def encode_examples(columns: Mapping[str, Any]) -> list[bytes]:
-    """Encodes a table (a dict of columns, or a DataFrame) as one Example per row.
-
-    Numeric columns hold one value per row (1-D) or a fixed-size array per row (2-D and
-    up, flattened); bytes/str columns one value per row. Encoding runs in native code with
-    no Python object per row.
+    Integers and bools become int64 features, floats float32, bytes and str bytes; a 2-D
+    (or higher) array or a column of lists gives a list of values per row; a null (None,
+    pandas NA, an Arrow null) leaves the feature out of that row. ``schema`` overrides the
+    dtypes inferred from the data. Encoding runs in native code with no Python object per
+    row for NumPy and Arrow columns.
 
     >>> records = encode_examples({"label": np.array([1, 2]), "name": ["a", "b"]})
     >>> decode_example(records[1])["name"]
     [b'b']
     """
-    names, cols = table_columns(columns)
-    return _core.encode_columns(names, cols)
+    from .table import as_table
+
+    table = as_table(columns, schema)
+    return _core.encode_columns(table.names, table.native(), table.rows)

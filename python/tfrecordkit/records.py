@@ -178,6 +178,8 @@ class RecordWriter:
     ``path`` that is renamed to ``path`` when the writer closes, so no reader ever sees a
     half-written file. Leaving a ``with`` block by an exception discards the file instead.
     ``flush()`` pushes buffered records through the compressor to the operating system.
+    ``index=True`` also writes ``{path}.idx`` (one ``offset length`` line per record, the
+    format DALI and the ``tfrecord`` package read), for uncompressed files.
 
     >>> with RecordWriter("out.tfrecord") as w:  # doctest: +SKIP
     ...     w.write(encode_example({"label": 1}))
@@ -190,9 +192,10 @@ class RecordWriter:
         *,
         level: int | None = None,
         atomic: bool = True,
+        index: bool = False,
     ) -> None:
         self.path = os.fspath(path)
-        self._w = _core.RecordWriter(self.path, compression, level, atomic)
+        self._w = _core.RecordWriter(self.path, compression, level, atomic, index)
 
     def write(self, record: bytes) -> None:
         """Writes one record (any bytes-like object)."""
@@ -202,22 +205,25 @@ class RecordWriter:
         """Writes every record of an iterable; returns how many were written."""
         return self._w.write_many(records)
 
-    def write_examples(self, columns: Any, *, chunk_rows: int = 65_536) -> int:
-        """Encodes a table (a dict of columns, or a DataFrame) as one Example per row and
-        writes them; returns the number of rows. See :func:`tfrecordkit.encode_examples`
-        for the column types. Encoding runs in parallel native code, ``chunk_rows`` rows at
-        a time, with no Python object per row.
+    def write_examples(
+        self, columns: Any, *, schema: Any = None, chunk_rows: int = 65_536
+    ) -> int:
+        """Encodes a table (a dict of columns, a pandas DataFrame or an Arrow table) as one
+        Example per row and writes them; returns the number of rows. See
+        :func:`tfrecordkit.encode_examples` for how columns become features. Encoding runs
+        in parallel native code, ``chunk_rows`` rows at a time.
 
         >>> with RecordWriter("out.tfrecord") as w:  # doctest: +SKIP
         ...     w.write_examples({"label": labels, "score": scores})
         """
-        from .example import table_columns
+        from .table import as_table
 
-        names, cols = table_columns(columns)
-        rows = len(cols[0]) if cols else 0
-        for start in range(0, rows, chunk_rows):
-            self._w.write_columns(names, [c[start : start + chunk_rows] for c in cols])
-        return rows
+        table = as_table(columns, schema)
+        native = table.native()
+        for start in range(0, table.rows, chunk_rows):
+            end = min(start + chunk_rows, table.rows)
+            self._w.write_columns(table.names, native, table.rows, start, end)
+        return table.rows
 
     def flush(self) -> None:
         self._w.flush()
@@ -241,6 +247,11 @@ class RecordWriter:
     @property
     def compression(self) -> str | None:
         return self._w.compression
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        """Once closed: the file's ``records``, ``bytes`` and whole-file ``crc32c``."""
+        return self._w.summary
 
     def __enter__(self) -> RecordWriter:
         return self

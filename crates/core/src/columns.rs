@@ -1,97 +1,167 @@
 //! Encoding columns straight into framed Example records, without a per-row object.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use crate::crc::masked_crc32c;
+use crate::error::{Error, Result};
 use crate::wire::{self, len_field_size, put_tag, put_varint, varint_len};
 
-/// One column of a table: row `i` of a numeric column is `values[i*width..(i+1)*width]`.
+/// The values of a column, all rows back to back.
 #[derive(Debug, Clone, Copy)]
-pub enum ColumnRef<'a> {
-    Int64 {
-        values: &'a [i64],
-        width: usize,
-    },
-    Float32 {
-        values: &'a [f32],
-        width: usize,
-    },
-    /// One bytes value per row.
+pub enum Values<'a> {
+    Int64(&'a [i64]),
+    Float32(&'a [f32]),
     Bytes(&'a [&'a [u8]]),
 }
 
-impl ColumnRef<'_> {
-    /// Number of rows.
-    pub fn rows(&self) -> usize {
-        match *self {
-            ColumnRef::Int64 { values, width } => values.len().checked_div(width).unwrap_or(0),
-            ColumnRef::Float32 { values, width } => values.len().checked_div(width).unwrap_or(0),
-            ColumnRef::Bytes(v) => v.len(),
+impl Values<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Values::Int64(v) => v.len(),
+            Values::Float32(v) => v.len(),
+            Values::Bytes(v) => v.len(),
+        }
+    }
+}
+
+/// Which values belong to which row.
+#[derive(Debug, Clone, Copy)]
+pub enum Rows<'a> {
+    /// Row `i` holds values `i*width..(i+1)*width`.
+    Fixed(usize),
+    /// Row `i` holds values `offsets[i]..offsets[i+1]`.
+    Ragged(&'a [i64]),
+}
+
+/// One column of a table.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnRef<'a> {
+    pub values: Values<'a>,
+    pub rows: Rows<'a>,
+    /// `valid[i] == 0` leaves the feature out of row `i` (a null).
+    pub valid: Option<&'a [u8]>,
+}
+
+impl<'a> ColumnRef<'a> {
+    /// One value (or `width` values) per row, no nulls.
+    pub fn fixed(values: Values<'a>, width: usize) -> Self {
+        ColumnRef {
+            values,
+            rows: Rows::Fixed(width),
+            valid: None,
         }
     }
 
-    /// Size of the list message and the `Feature` kind field of row `i`.
+    /// Checks that the column describes `n` rows, so encoding can index without failing.
+    pub fn check(&self, name: &str, n: usize) -> Result<()> {
+        let have = self.values.len();
+        let fits = match self.rows {
+            Rows::Fixed(w) => w.checked_mul(n) == Some(have),
+            Rows::Ragged(off) => {
+                off.len() == n + 1
+                    && off.first() == Some(&0)
+                    && off.windows(2).all(|p| p[0] <= p[1])
+                    && off.last().map(|&l| l as usize) == Some(have)
+            }
+        };
+        let valid_ok = self.valid.is_none_or(|v| v.len() == n);
+        if fits && valid_ok {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "column {name:?} does not describe {n} rows ({have} values)"
+            )))
+        }
+    }
+
+    #[inline]
+    fn range(&self, i: usize) -> Range<usize> {
+        match self.rows {
+            Rows::Fixed(w) => i * w..(i + 1) * w,
+            Rows::Ragged(off) => off[i] as usize..off[i + 1] as usize,
+        }
+    }
+
+    #[inline]
+    fn present(&self, i: usize) -> bool {
+        self.valid.is_none_or(|v| v[i] != 0)
+    }
+
+    /// The `Feature` kind field and the size of the list message of row `i`.
     #[inline]
     fn list_len(&self, i: usize) -> (u32, usize) {
-        match *self {
-            ColumnRef::Int64 { values, width } => {
-                let row = &values[i * width..(i + 1) * width];
-                let packed: usize = row.iter().map(|&v| varint_len(v as u64)).sum();
+        let r = self.range(i);
+        match self.values {
+            Values::Int64(v) => {
+                let packed: usize = v[r].iter().map(|&x| varint_len(x as u64)).sum();
                 (
                     3,
-                    if width == 0 {
+                    if packed == 0 {
                         0
                     } else {
                         len_field_size(packed)
                     },
                 )
             }
-            ColumnRef::Float32 { width, .. } => (
+            Values::Float32(_) => (
                 2,
-                if width == 0 {
+                if r.is_empty() {
                     0
                 } else {
-                    len_field_size(width * 4)
+                    len_field_size(r.len() * 4)
                 },
             ),
-            ColumnRef::Bytes(v) => (1, len_field_size(v[i].len())),
+            Values::Bytes(v) => (1, v[r].iter().map(|b| len_field_size(b.len())).sum()),
         }
     }
 
     #[inline]
     fn put_list(&self, i: usize, out: &mut Vec<u8>) {
-        match *self {
-            ColumnRef::Int64 { values, width } => {
-                if width == 0 {
-                    return;
-                }
-                let row = &values[i * width..(i + 1) * width];
+        let r = self.range(i);
+        if r.is_empty() {
+            return;
+        }
+        match self.values {
+            Values::Int64(v) => {
+                let row = &v[r];
                 put_tag(out, 1, wire::LEN);
                 put_varint(
                     out,
-                    row.iter().map(|&v| varint_len(v as u64)).sum::<usize>() as u64,
+                    row.iter().map(|&x| varint_len(x as u64)).sum::<usize>() as u64,
                 );
-                for &v in row {
-                    put_varint(out, v as u64);
+                for &x in row {
+                    put_varint(out, x as u64);
                 }
             }
-            ColumnRef::Float32 { values, width } => {
-                if width == 0 {
-                    return;
-                }
+            Values::Float32(v) => {
                 put_tag(out, 1, wire::LEN);
-                put_varint(out, (width * 4) as u64);
-                for v in &values[i * width..(i + 1) * width] {
-                    out.extend_from_slice(&v.to_le_bytes());
+                put_varint(out, (r.len() * 4) as u64);
+                for x in &v[r] {
+                    out.extend_from_slice(&x.to_le_bytes());
                 }
             }
-            ColumnRef::Bytes(v) => {
-                put_tag(out, 1, wire::LEN);
-                put_varint(out, v[i].len() as u64);
-                out.extend_from_slice(v[i]);
+            Values::Bytes(v) => {
+                for b in &v[r] {
+                    put_tag(out, 1, wire::LEN);
+                    put_varint(out, b.len() as u64);
+                    out.extend_from_slice(b);
+                }
             }
         }
     }
+}
+
+/// Checks every column against the row count `n`.
+pub fn check_table(names: &[&str], cols: &[ColumnRef<'_>], n: usize) -> Result<()> {
+    if names.len() != cols.len() {
+        return Err(Error::invalid("one name per column"));
+    }
+    names
+        .iter()
+        .zip(cols)
+        .try_for_each(|(name, c)| c.check(name, n))
 }
 
 /// Appends row `i` as a serialized Example; `sizes` is scratch space reused across rows.
@@ -99,22 +169,27 @@ fn put_row(
     names: &[&str],
     cols: &[ColumnRef<'_>],
     i: usize,
-    sizes: &mut Vec<(u32, usize)>,
+    sizes: &mut Vec<Option<(u32, usize)>>,
     out: &mut Vec<u8>,
 ) {
     sizes.clear();
-    sizes.resize(cols.len(), (0, 0));
     let mut features_len = 0;
     for (c, col) in cols.iter().enumerate() {
+        if !col.present(i) {
+            sizes.push(None);
+            continue;
+        }
         let (kind, list_len) = col.list_len(i);
-        sizes[c] = (kind, list_len);
+        sizes.push(Some((kind, list_len)));
         let entry = len_field_size(names[c].len()) + len_field_size(len_field_size(list_len));
         features_len += len_field_size(entry);
     }
     put_tag(out, 1, wire::LEN);
     put_varint(out, features_len as u64);
     for (c, col) in cols.iter().enumerate() {
-        let (kind, list_len) = sizes[c];
+        let Some((kind, list_len)) = sizes[c] else {
+            continue;
+        };
         let feature_len = len_field_size(list_len);
         let name = names[c];
         put_tag(out, 1, wire::LEN);
@@ -134,12 +209,8 @@ fn put_row(
 }
 
 /// Appends rows `rows` as framed records (ready to be written to a TFRecord stream).
-pub fn frame_rows(
-    names: &[&str],
-    cols: &[ColumnRef<'_>],
-    rows: std::ops::Range<usize>,
-    out: &mut Vec<u8>,
-) {
+/// The columns must have passed [`check_table`].
+pub fn frame_rows(names: &[&str], cols: &[ColumnRef<'_>], rows: Range<usize>, out: &mut Vec<u8>) {
     let mut sizes = Vec::with_capacity(cols.len());
     for i in rows {
         let header_at = out.len();
@@ -154,29 +225,55 @@ pub fn frame_rows(
     }
 }
 
-/// Encodes every row as a framed Example, in parallel chunks; returns, in order, each
-/// chunk's record count and bytes.
-pub fn frame_table(names: &[&str], cols: &[ColumnRef<'_>], n_rows: usize) -> Vec<(u64, Vec<u8>)> {
+/// Encodes rows `rows` as framed Examples in chunks (on the thread pool when `parallel`);
+/// returns the chunks' bytes in order. The columns must have passed [`check_table`].
+pub fn frame_table(
+    names: &[&str],
+    cols: &[ColumnRef<'_>],
+    rows: Range<usize>,
+    parallel: bool,
+) -> Vec<Vec<u8>> {
     const CHUNK: usize = 8192;
-    let chunks: Vec<_> = (0..n_rows).step_by(CHUNK).collect();
+    let end = rows.end;
+    let starts: Vec<_> = rows.step_by(CHUNK).collect();
     let encode = |start: usize| {
-        let end = (start + CHUNK).min(n_rows);
         let mut out = Vec::new();
-        frame_rows(names, cols, start..end, &mut out);
-        ((end - start) as u64, out)
+        frame_rows(names, cols, start..(start + CHUNK).min(end), &mut out);
+        out
     };
-    if chunks.len() > 1 && crate::parse::pool_usable() {
-        chunks.into_par_iter().map(encode).collect()
+    if parallel && starts.len() > 1 && crate::parse::pool_usable() {
+        starts.into_par_iter().map(encode).collect()
     } else {
-        chunks.into_iter().map(encode).collect()
+        starts.into_iter().map(encode).collect()
     }
 }
 
-/// Encodes row `i` as an unframed Example.
+/// Encodes row `i` as an unframed Example. The columns must have passed [`check_table`].
 pub fn encode_row(names: &[&str], cols: &[ColumnRef<'_>], i: usize) -> Vec<u8> {
     let mut out = Vec::new();
     put_row(names, cols, i, &mut Vec::new(), &mut out);
     out
+}
+
+/// The framed size of every row, without encoding: for planning shards by bytes.
+/// The columns must have passed [`check_table`].
+pub fn framed_sizes(names: &[&str], cols: &[ColumnRef<'_>], n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|i| {
+            let features: usize = cols
+                .iter()
+                .zip(names)
+                .filter(|(c, _)| c.present(i))
+                .map(|(c, name)| {
+                    let (_, list_len) = c.list_len(i);
+                    len_field_size(
+                        len_field_size(name.len()) + len_field_size(len_field_size(list_len)),
+                    )
+                })
+                .sum();
+            (len_field_size(features) + 16) as u64
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -189,35 +286,41 @@ mod tests {
         let ints = [1i64, -2, 3, 4, 5, 6];
         let floats = [0.5f32, 1.5, 2.5];
         let b: Vec<&[u8]> = vec![b"x", b"", b"zz"];
-        let names = ["i", "f", "b", "none"];
+        let tokens: Vec<&[u8]> = vec![b"a", b"b", b"c"];
+        let offsets = [0i64, 2, 2, 3];
+        let valid = [1u8, 0, 1];
+        let names = ["i", "f", "b", "none", "tok"];
         let cols = [
-            ColumnRef::Int64 {
-                values: &ints,
-                width: 2,
+            ColumnRef::fixed(Values::Int64(&ints), 2),
+            ColumnRef {
+                valid: Some(&valid),
+                ..ColumnRef::fixed(Values::Float32(&floats), 1)
             },
-            ColumnRef::Float32 {
-                values: &floats,
-                width: 1,
-            },
-            ColumnRef::Bytes(&b),
-            ColumnRef::Int64 {
-                values: &[],
-                width: 0,
+            ColumnRef::fixed(Values::Bytes(&b), 1),
+            ColumnRef::fixed(Values::Int64(&[]), 0),
+            ColumnRef {
+                values: Values::Bytes(&tokens),
+                rows: Rows::Ragged(&offsets),
+                valid: None,
             },
         ];
+        check_table(&names, &cols, 3).unwrap();
+        let sizes = framed_sizes(&names, &cols, 3);
         for i in 0..3 {
-            let expected = encode_example(&[
-                ("i", Feature::Int64(ints[i * 2..i * 2 + 2].to_vec())),
-                ("f", Feature::Float(vec![floats[i]])),
-                ("b", Feature::Bytes(vec![b[i].to_vec()])),
-                ("none", Feature::Int64(vec![])),
-            ]);
+            let mut row = vec![("i", Feature::Int64(ints[i * 2..i * 2 + 2].to_vec()))];
+            if valid[i] == 1 {
+                row.push(("f", Feature::Float(vec![floats[i]])));
+            }
+            row.push(("b", Feature::Bytes(vec![b[i].to_vec()])));
+            row.push(("none", Feature::Int64(vec![])));
+            let toks = tokens[offsets[i] as usize..offsets[i + 1] as usize].iter();
+            row.push(("tok", Feature::Bytes(toks.map(|t| t.to_vec()).collect())));
+            let expected = encode_example(&row);
             assert_eq!(encode_row(&names, &cols, i), expected);
+            assert_eq!(sizes[i], expected.len() as u64 + 16);
         }
-        let framed: Vec<u8> = frame_table(&names, &cols, 3)
-            .into_iter()
-            .flat_map(|(_, b)| b)
-            .collect();
+        let framed = frame_table(&names, &cols, 0..3, true).concat();
+        assert_eq!(framed.len() as u64, sizes.iter().sum::<u64>());
         let mut reader = crate::RecordReader::new(
             &framed[..],
             crate::Compression::None,
@@ -229,5 +332,24 @@ mod tests {
             decode_example(&first).unwrap()[0].1,
             Feature::Int64(vec![1, -2])
         );
+    }
+
+    #[test]
+    fn inconsistent_columns_are_refused() {
+        let ints = [1i64, 2, 3];
+        let bad_offsets = [0i64, 2, 1, 3];
+        let names = ["a"];
+        let ragged = [ColumnRef {
+            values: Values::Int64(&ints),
+            rows: Rows::Ragged(&bad_offsets),
+            valid: None,
+        }];
+        assert!(check_table(&names, &ragged, 3).is_err());
+        assert!(check_table(&names, &[ColumnRef::fixed(Values::Int64(&ints), 2)], 2).is_err());
+        let short_mask = [ColumnRef {
+            valid: Some(&[1]),
+            ..ColumnRef::fixed(Values::Int64(&ints), 1)
+        }];
+        assert!(check_table(&names, &short_mask, 3).is_err());
     }
 }

@@ -11,7 +11,7 @@ pub mod reader;
 pub mod wire;
 pub mod writer;
 
-pub use columns::{frame_table, ColumnRef};
+pub use columns::{frame_table, ColumnRef, Rows, Values};
 pub use compression::Compression;
 pub use error::{Error, ErrorKind, Result};
 pub use example::{
@@ -20,4 +20,4 @@ pub use example::{
 };
 pub use parse::{parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind};
 pub use reader::{count_records, MultiFileReader, ReadOptions, RecordBatch, RecordReader};
-pub use writer::{frame_record, RecordWriter};
+pub use writer::{frame_record, index_path, Finished, RecordWriter, WriteOptions};

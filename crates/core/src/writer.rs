@@ -22,10 +22,32 @@ pub fn frame_record(data: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&masked_crc32c(data).to_le_bytes());
 }
 
+/// The file underneath the compressor: counts and checksums every byte that reaches it.
+struct Checksummed {
+    file: File,
+    bytes: u64,
+    crc: u32,
+}
+
+impl Write for Checksummed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+type Buffered = BufWriter<Checksummed>;
+
 enum Sink {
-    Plain(BufWriter<File>),
-    Gzip(GzEncoder<BufWriter<File>>),
-    Zlib(ZlibEncoder<BufWriter<File>>),
+    Plain(Buffered),
+    Gzip(GzEncoder<Buffered>),
+    Zlib(ZlibEncoder<Buffered>),
 }
 
 impl Sink {
@@ -37,7 +59,7 @@ impl Sink {
         }
     }
 
-    fn finish(self) -> io::Result<File> {
+    fn finish(self) -> io::Result<Checksummed> {
         let buffered = match self {
             Sink::Plain(w) => w,
             Sink::Gzip(w) => w.finish()?,
@@ -45,6 +67,39 @@ impl Sink {
         };
         buffered.into_inner().map_err(|e| e.into_error())
     }
+}
+
+/// How a [`RecordWriter`] writes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// `None` picks it from the extension (`.gz` gzip, `.zz`/`.zlib` zlib).
+    pub compression: Option<Compression>,
+    /// The gzip/zlib level, 0-9 (default 6).
+    pub level: Option<u32>,
+    /// Write under a hidden temporary name, renamed on close.
+    pub atomic: bool,
+    /// Also write a `{path}.idx` sidecar: one `offset length` line per record (uncompressed
+    /// files only), the format DALI and the `tfrecord` package read.
+    pub index: bool,
+}
+
+/// What a finished file holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// Where the data is now: the temporary file until renamed, else the final path.
+    pub data: PathBuf,
+    /// Where the index sidecar is, if one was written.
+    pub index: Option<PathBuf>,
+    pub records: u64,
+    /// Size of the file (compressed bytes, for compressed files).
+    pub bytes: u64,
+    /// CRC32C (unmasked) of the whole file's bytes.
+    pub crc32c: u32,
+}
+
+struct IndexSidecar {
+    out: BufWriter<File>,
+    path: PathBuf,
 }
 
 /// Writes records to `path`.
@@ -59,17 +114,39 @@ pub struct RecordWriter {
     temp: Option<PathBuf>,
     compression: Compression,
     records: u64,
+    /// Bytes of framed records written (the uncompressed stream's length).
+    position: u64,
+    index: Option<IndexSidecar>,
+    finished: Option<Finished>,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-fn temp_name(path: &Path) -> PathBuf {
+fn temp_name(path: &Path, suffix: &str) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
+    path.with_file_name(format!(".{name}{suffix}.tmp-{}-{n}", std::process::id()))
+}
+
+/// The index sidecar's name for a data file.
+pub fn index_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".idx");
+    PathBuf::from(name)
+}
+
+fn open_new(path: &Path, atomic: bool) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true);
+    if atomic {
+        options.create_new(true);
+    } else {
+        options.create(true).truncate(true);
+    }
+    options.open(path)
 }
 
 impl RecordWriter {
@@ -81,16 +158,35 @@ impl RecordWriter {
         level: Option<u32>,
         atomic: bool,
     ) -> Result<Self> {
+        Self::with_options(
+            path,
+            WriteOptions {
+                compression,
+                level,
+                atomic,
+                index: false,
+            },
+        )
+    }
+
+    pub fn with_options(path: &str, opts: WriteOptions) -> Result<Self> {
         let final_path = PathBuf::from(path);
-        let compression = compression
+        let compression = opts
+            .compression
             .or_else(|| Compression::from_extension(&final_path))
             .unwrap_or(Compression::None);
-        if level.is_some() && compression == Compression::None {
+        if opts.level.is_some() && compression == Compression::None {
             return Err(Error::invalid(
                 "a compression level needs compression=\"gzip\" or \"zlib\"",
             ));
         }
-        let level = match level {
+        if opts.index && compression != Compression::None {
+            return Err(Error::invalid(
+                "an index sidecar holds offsets into an uncompressed file; \
+                 write it without compression",
+            ));
+        }
+        let level = match opts.level {
             None => flate2::Compression::default(),
             Some(l) if l <= 9 => flate2::Compression::new(l),
             Some(l) => {
@@ -99,22 +195,42 @@ impl RecordWriter {
                 )))
             }
         };
-        let target = if atomic {
-            temp_name(&final_path)
+        let target = if opts.atomic {
+            temp_name(&final_path, "")
         } else {
             final_path.clone()
         };
-        let mut options = OpenOptions::new();
-        options.write(true);
-        if atomic {
-            options.create_new(true);
+        let file = open_new(&target, opts.atomic).map_err(|e| Error::io(e, Some(path)))?;
+        let index = if opts.index {
+            let idx_final = index_path(&final_path);
+            let idx_target = if opts.atomic {
+                temp_name(&final_path, ".idx")
+            } else {
+                idx_final
+            };
+            match open_new(&idx_target, opts.atomic) {
+                Ok(f) => Some(IndexSidecar {
+                    out: BufWriter::new(f),
+                    path: idx_target,
+                }),
+                Err(e) => {
+                    if opts.atomic {
+                        let _ = fs::remove_file(&target);
+                    }
+                    return Err(Error::io(e, Some(path)));
+                }
+            }
         } else {
-            options.create(true).truncate(true);
-        }
-        let file = options
-            .open(&target)
-            .map_err(|e| Error::io(e, Some(path)))?;
-        let buffered = BufWriter::with_capacity(1 << 18, file);
+            None
+        };
+        let buffered = BufWriter::with_capacity(
+            1 << 18,
+            Checksummed {
+                file,
+                bytes: 0,
+                crc: 0,
+            },
+        );
         let sink = match compression {
             Compression::None => Sink::Plain(buffered),
             Compression::Gzip => Sink::Gzip(GzEncoder::new(buffered, level)),
@@ -123,9 +239,12 @@ impl RecordWriter {
         Ok(RecordWriter {
             sink: Some(sink),
             path: final_path,
-            temp: atomic.then_some(target),
+            temp: opts.atomic.then_some(target),
             compression,
             records: 0,
+            position: 0,
+            index,
+            finished: None,
         })
     }
 
@@ -150,6 +269,11 @@ impl RecordWriter {
         self.sink.is_none()
     }
 
+    /// What the file holds, once finished or closed.
+    pub fn finished(&self) -> Option<&Finished> {
+        self.finished.as_ref()
+    }
+
     fn io_err(&self, e: io::Error) -> Error {
         Error::io(e, Some(&self.path.to_string_lossy()))
     }
@@ -159,6 +283,18 @@ impl RecordWriter {
             Some(s) => Ok(s.writer()),
             None => Err(Error::invalid("the writer is closed")),
         }
+    }
+
+    fn note_record(&mut self, len: u64) -> Result<()> {
+        let framed = len + 16;
+        if let Some(idx) = self.index.as_mut() {
+            if let Err(e) = writeln!(idx.out, "{} {}", self.position, framed) {
+                return Err(self.io_err(e));
+            }
+        }
+        self.position += framed;
+        self.records += 1;
+        Ok(())
     }
 
     /// Writes one record.
@@ -174,52 +310,126 @@ impl RecordWriter {
             .and_then(|_| sink.write_all(data))
             .and_then(|_| sink.write_all(&footer));
         res.map_err(|e| self.io_err(e))?;
-        self.records += 1;
-        Ok(())
+        self.note_record(data.len() as u64)
     }
 
-    /// Writes bytes that already hold `n` complete framed records.
-    pub fn write_framed(&mut self, framed: &[u8], n: u64) -> Result<()> {
+    /// Writes bytes that hold whole framed records (as [`frame_record`] makes them).
+    pub fn write_framed(&mut self, framed: &[u8]) -> Result<()> {
         let res = self.sink()?.write_all(framed);
         res.map_err(|e| self.io_err(e))?;
-        self.records += n;
+        let mut at = 0;
+        while at + 8 <= framed.len() {
+            let len = u64::from_le_bytes(framed[at..at + 8].try_into().unwrap());
+            self.note_record(len)?;
+            at += 16 + len as usize;
+        }
         Ok(())
     }
 
     /// Pushes everything written so far through the compressor to the operating system.
     pub fn flush(&mut self) -> Result<()> {
         let res = self.sink()?.flush();
-        res.map_err(|e| self.io_err(e))
-    }
-
-    /// Finishes the stream, syncs it to disk and moves it to its final name.
-    pub fn close(&mut self) -> Result<()> {
-        let Some(sink) = self.sink.take() else {
-            return Ok(());
-        };
-        let done = sink.finish().and_then(|file| file.sync_all());
-        if let Err(e) = done {
-            self.remove_temp();
-            return Err(self.io_err(e));
-        }
-        if let Some(temp) = self.temp.take() {
-            if let Err(e) = fs::rename(&temp, &self.path) {
-                let _ = fs::remove_file(&temp);
+        res.map_err(|e| self.io_err(e))?;
+        if let Some(idx) = self.index.as_mut() {
+            if let Err(e) = idx.out.flush() {
                 return Err(self.io_err(e));
             }
         }
         Ok(())
     }
 
-    /// Stops writing and removes the temporary file; nothing appears under the final name.
-    pub fn abort(&mut self) {
-        self.sink = None;
-        self.remove_temp();
+    /// Finishes the stream and syncs it (and its index) to disk, leaving the files where
+    /// they are: under their temporary names when atomic. The caller renames them.
+    pub fn finish(&mut self) -> Result<Finished> {
+        if let Some(f) = &self.finished {
+            return Ok(f.clone());
+        }
+        let Some(sink) = self.sink.take() else {
+            return Err(Error::invalid("the writer was aborted"));
+        };
+        let done = sink.finish().and_then(|c| {
+            c.file.sync_all()?;
+            Ok((c.bytes, c.crc))
+        });
+        let index = self.index.take().map(|idx| {
+            let synced = idx
+                .out
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|f| f.sync_all());
+            (idx.path, synced)
+        });
+        let (bytes, crc32c) = match done {
+            Ok(v) => v,
+            Err(e) => {
+                self.remove_temps(index.map(|i| i.0));
+                return Err(self.io_err(e));
+            }
+        };
+        let index = match index {
+            Some((p, Ok(()))) => Some(p),
+            Some((p, Err(e))) => {
+                self.remove_temps(Some(p));
+                return Err(self.io_err(e));
+            }
+            None => None,
+        };
+        let finished = Finished {
+            data: self.current_path().to_path_buf(),
+            index,
+            records: self.records,
+            bytes,
+            crc32c,
+        };
+        self.finished = Some(finished.clone());
+        Ok(finished)
     }
 
-    fn remove_temp(&mut self) {
+    /// Finishes the stream, syncs it to disk and moves it (and its index) to the final name.
+    pub fn close(&mut self) -> Result<()> {
+        if self.sink.is_none() && self.finished.is_none() {
+            return Ok(());
+        }
+        let finished = self.finish()?;
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
+        if let Some(idx) = &finished.index {
+            if let Err(e) = fs::rename(idx, index_path(&self.path)) {
+                self.remove_temps(Some(idx.clone()));
+                let _ = fs::remove_file(&temp);
+                return Err(self.io_err(e));
+            }
+        }
+        if let Err(e) = fs::rename(&temp, &self.path) {
+            let _ = fs::remove_file(&temp);
+            return Err(self.io_err(e));
+        }
+        if let Some(f) = self.finished.as_mut() {
+            f.data = self.path.clone();
+            f.index = f.index.as_ref().map(|_| index_path(&self.path));
+        }
+        Ok(())
+    }
+
+    /// Stops writing and removes the temporary files; nothing appears under the final name.
+    pub fn abort(&mut self) {
+        self.sink = None;
+        let idx = self
+            .index
+            .take()
+            .map(|i| i.path)
+            .or_else(|| self.finished.as_ref().and_then(|f| f.index.clone()));
+        self.finished = None;
+        self.remove_temps(idx);
+    }
+
+    fn remove_temps(&mut self, index: Option<PathBuf>) {
         if let Some(temp) = self.temp.take() {
             let _ = fs::remove_file(temp);
+            if let Some(idx) = index {
+                let _ = fs::remove_file(idx);
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ mod convert;
 mod errors;
 mod parse;
 mod records;
+mod table;
 
 use convert::{bytes_like, feature_to_py, features_to_dict, to_feature, to_features};
 use errors::IntoPyResult;
@@ -84,7 +85,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_sequence_example, m)?)?;
     m.add_function(wrap_pyfunction!(parse::parse_examples, m)?)?;
     m.add_function(wrap_pyfunction!(records::count_records, m)?)?;
-    m.add_function(wrap_pyfunction!(records::encode_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(table::encode_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(table::framed_row_sizes, m)?)?;
     m.add_function(wrap_pyfunction!(records::masked_crc32c, m)?)?;
     m.add_class::<parse::CompiledSchema>()?;
     m.add_class::<records::RecordReader>()?;

@@ -1,17 +1,17 @@
 //! Record reading and writing classes.
 
-use numpy::{PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
-use tfrecordkit_core::columns::encode_row;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::{
-    frame_table, ColumnRef, Compression, MultiFileReader, ReadOptions, RecordBatch,
+    Compression, Finished, MultiFileReader, ReadOptions, RecordBatch, WriteOptions,
 };
 
 use crate::convert::bytes_like;
 use crate::errors::IntoPyResult;
 use crate::parse::{parsed_to_py, CompiledSchema, ParsedPy};
+use crate::table::with_table;
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
     Compression::parse(name).py_err(py)
@@ -103,13 +103,14 @@ pub struct RecordWriter {
 #[pymethods]
 impl RecordWriter {
     #[new]
-    #[pyo3(signature = (path, compression=None, level=None, atomic=true))]
+    #[pyo3(signature = (path, compression=None, level=None, atomic=true, index=false))]
     fn new(
         py: Python<'_>,
         path: &str,
         compression: Option<&str>,
         level: Option<i64>,
         atomic: bool,
+        index: bool,
     ) -> PyResult<Self> {
         let level = match level {
             None => None,
@@ -124,8 +125,13 @@ impl RecordWriter {
             Some(name) => compression_arg(py, Some(name))?,
             None => Some(Compression::None),
         };
-        let inner =
-            tfrecordkit_core::RecordWriter::create(path, compression, level, atomic).py_err(py)?;
+        let opts = WriteOptions {
+            compression,
+            level,
+            atomic,
+            index,
+        };
+        let inner = tfrecordkit_core::RecordWriter::with_options(path, opts).py_err(py)?;
         Ok(RecordWriter { inner })
     }
 
@@ -144,28 +150,32 @@ impl RecordWriter {
         Ok(n)
     }
 
-    /// Encodes a table as Examples and writes them; returns the number of rows.
-    ///
-    /// `columns` holds, per name, a C-contiguous 2-D int64 or float32 array
-    /// (`[rows, values per row]`) or a list of bytes (one value per row).
+    /// Encodes rows `start..end` of a table as Examples and writes them; returns how many.
+    /// `columns` are as `tfrecordkit.example.table_columns` prepares them.
+    #[pyo3(signature = (names, columns, n_rows, start=0, end=None, parallel=true))]
+    #[allow(clippy::too_many_arguments)]
     fn write_columns(
         &mut self,
         py: Python<'_>,
         names: Vec<String>,
         columns: Vec<Bound<'_, PyAny>>,
+        n_rows: usize,
+        start: usize,
+        end: Option<usize>,
+        parallel: bool,
     ) -> PyResult<usize> {
-        with_columns(&columns, |cols| {
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let rows = table_rows(&refs, cols)?;
+        let end = end.unwrap_or(n_rows).min(n_rows);
+        let start = start.min(end);
+        with_table(py, &names, &columns, n_rows, |refs, cols| {
             let inner = &mut self.inner;
             py.detach(|| {
-                for (n, chunk) in frame_table(&refs, cols, rows) {
-                    inner.write_framed(&chunk, n)?;
+                for chunk in frame_table(refs, cols, start..end, parallel) {
+                    inner.write_framed(&chunk)?;
                 }
                 Ok(())
             })
             .py_err(py)?;
-            Ok(rows)
+            Ok(end - start)
         })
     }
 
@@ -181,6 +191,23 @@ impl RecordWriter {
 
     fn abort(&mut self) {
         self.inner.abort();
+    }
+
+    /// Finishes and syncs the file without renaming it; returns what it holds:
+    /// `{"data": path, "index": path or None, "records", "bytes", "crc32c"}`.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let inner = &mut self.inner;
+        let f = py.detach(|| inner.finish()).py_err(py)?;
+        finished_dict(py, &f)
+    }
+
+    /// What the closed (or finished) file holds, as `finish` returns it; None while open.
+    #[getter]
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.inner
+            .finished()
+            .map(|f| finished_dict(py, f))
+            .transpose()
     }
 
     #[getter]
@@ -208,113 +235,14 @@ impl RecordWriter {
     }
 }
 
-/// Borrows the Python columns as core column views for the duration of `f`.
-fn with_columns<R>(
-    columns: &[Bound<'_, PyAny>],
-    f: impl FnOnce(&[ColumnRef<'_>]) -> PyResult<R>,
-) -> PyResult<R> {
-    let mut ints = Vec::new();
-    let mut floats = Vec::new();
-    let mut fixed = Vec::new();
-    let mut bytes: Vec<Vec<Bound<'_, PyBytes>>> = Vec::new();
-    enum Slot {
-        Int(usize),
-        Float(usize),
-        Fixed(usize),
-        Bytes(usize),
-    }
-    let mut slots = Vec::with_capacity(columns.len());
-    for col in columns {
-        if let Ok(a) = col.cast::<PyArray2<i64>>() {
-            slots.push(Slot::Int(ints.len()));
-            ints.push(a.readonly());
-        } else if let Ok(a) = col.cast::<PyArray2<f32>>() {
-            slots.push(Slot::Float(floats.len()));
-            floats.push(a.readonly());
-        } else if let Ok(a) = col.cast::<PyArray2<u8>>() {
-            // Fixed-width bytes (a NumPy "S" array viewed as rows of uint8).
-            slots.push(Slot::Fixed(fixed.len()));
-            fixed.push(a.readonly());
-        } else {
-            let list = col.cast::<PyList>()?;
-            let items = list
-                .iter()
-                .map(|item| item.cast_into::<PyBytes>().map_err(PyErr::from))
-                .collect::<PyResult<Vec<_>>>()?;
-            slots.push(Slot::Bytes(bytes.len()));
-            bytes.push(items);
-        }
-    }
-    let mut byte_slices: Vec<Vec<&[u8]>> = bytes
-        .iter()
-        .map(|v| v.iter().map(|b| b.as_bytes()).collect())
-        .collect();
-    let first_fixed = byte_slices.len();
-    for a in &fixed {
-        let width = a.shape()[1];
-        let data = a.as_slice()?;
-        // NumPy drops trailing NUL bytes of "S" values; so do we.
-        byte_slices.push(
-            (0..a.shape()[0])
-                .map(|r| {
-                    let row = &data[r * width..(r + 1) * width];
-                    let len = row.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                    &row[..len]
-                })
-                .collect(),
-        );
-    }
-    let mut refs = Vec::with_capacity(slots.len());
-    for slot in &slots {
-        refs.push(match *slot {
-            Slot::Int(i) => ColumnRef::Int64 {
-                values: ints[i].as_slice()?,
-                width: ints[i].shape()[1],
-            },
-            Slot::Float(i) => ColumnRef::Float32 {
-                values: floats[i].as_slice()?,
-                width: floats[i].shape()[1],
-            },
-            Slot::Bytes(i) => ColumnRef::Bytes(&byte_slices[i]),
-            Slot::Fixed(i) => ColumnRef::Bytes(&byte_slices[first_fixed + i]),
-        });
-    }
-    f(&refs)
-}
-
-/// The common row count of `cols`, or an error naming the column that disagrees.
-fn table_rows(names: &[&str], cols: &[ColumnRef<'_>]) -> PyResult<usize> {
-    let mut rows = None;
-    for (name, col) in names.iter().zip(cols) {
-        let n = col.rows();
-        match rows {
-            None => rows = Some(n),
-            Some(r) if r != n => {
-                return Err(PyValueError::new_err(format!(
-                    "column {name:?} has {n} rows but an earlier column has {r}"
-                )))
-            }
-            _ => {}
-        }
-    }
-    Ok(rows.unwrap_or(0))
-}
-
-/// Encodes a table as serialized Examples (unframed), one bytes object per row.
-#[pyfunction]
-pub fn encode_columns<'py>(
-    py: Python<'py>,
-    names: Vec<String>,
-    columns: Vec<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyList>> {
-    with_columns(&columns, |cols| {
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let rows = table_rows(&refs, cols)?;
-        PyList::new(
-            py,
-            (0..rows).map(|i| PyBytes::new(py, &encode_row(&refs, cols, i))),
-        )
-    })
+fn finished_dict<'py>(py: Python<'py>, f: &Finished) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("data", f.data.to_string_lossy())?;
+    d.set_item("index", f.index.as_ref().map(|p| p.to_string_lossy()))?;
+    d.set_item("records", f.records)?;
+    d.set_item("bytes", f.bytes)?;
+    d.set_item("crc32c", f.crc32c)?;
+    Ok(d)
 }
 
 /// Counts the records of one file (length checksums verified).
