@@ -8,6 +8,7 @@ np.int64(3)
 
 from . import errors
 from ._core import __version__
+from .dataset_writer import Manifest, ShardInfo, write_dataset
 from .errors import (
     CorruptRecordError,
     DataLossError,
@@ -52,10 +53,12 @@ __all__ = [
     "FileReport",
     "FixedLen",
     "FixedLenSequence",
+    "Manifest",
     "Ragged",
     "RecordWriter",
     "Schema",
     "SchemaError",
+    "ShardInfo",
     "TFRecordError",
     "TruncatedRecordError",
     "VarLen",
@@ -75,4 +78,5 @@ __all__ = [
     "read_examples",
     "read_records",
     "verify",
+    "write_dataset",
 ]

@@ -145,6 +145,85 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
         sys.exit(1)
 
 
+class _Sized:
+    """Records of several files, with their count known up front (for contiguous shards)."""
+
+    def __init__(self, files: list[str], compression: str | None) -> None:
+        self.files = files
+        self.compression = compression
+        self.n = count_records(files, compression=compression)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        return read_records(self.files, compression=self.compression)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, help="Prefix of the new shards.")
+@click.option("-n", "--num-shards", type=int, help="Number of output shards.")
+@click.option(
+    "--max-shard-bytes",
+    default="128MiB",
+    show_default=True,
+    help="Size limit per shard when --num-shards is not given.",
+)
+@click.option(
+    "--output-compression",
+    type=click.Choice(["none", "gzip", "zlib"]),
+    default="none",
+    show_default=True,
+)
+@click.option("--overwrite", is_flag=True, help="Replace a dataset already at the prefix.")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@COMPRESSION
+def reshard(
+    inputs: tuple[str, ...],
+    output: str,
+    num_shards: int | None,
+    max_shard_bytes: str,
+    output_compression: str,
+    overwrite: bool,
+    as_json: bool,
+    compression: str,
+) -> None:
+    """Rewrite INPUTS (files or globs) as evenly sized shards OUTPUT-SSSSS-of-NNNNN.
+
+    Merges many files into few, splits few into many, and recompresses; record order is
+    kept. Writes a manifest and index sidecars; nothing appears until all shards are done.
+    """
+    from .dataset_writer import write_dataset
+    from .records import expand_paths
+
+    try:
+        files = expand_paths(list(inputs))
+        source = (
+            _Sized(files, _c(compression))
+            if num_shards
+            else read_records(files, compression=_c(compression))
+        )
+        manifest = write_dataset(
+            source,
+            output,
+            num_shards=num_shards,
+            max_shard_bytes=max_shard_bytes,
+            compression=_c(output_compression),
+            overwrite=overwrite,
+            progress=not as_json,
+        )
+    except (OSError, TFRecordError, ValueError) as err:
+        _fail(str(err))
+    if as_json:
+        click.echo(json.dumps(manifest.to_dict()))
+        return
+    click.echo(
+        f"wrote {manifest.records:,} records into {len(manifest.shards)} shards "
+        f"({manifest.bytes:,} bytes); manifest {manifest.path}"
+    )
+
+
 @main.command()
 @click.option(
     "--dir",

@@ -27,13 +27,14 @@ Paths = PathLike | Sequence[PathLike]
 OnError = Literal["raise", "skip", "warn"]
 
 _GLOB_CHARS = frozenset("*?[")
+_SIDECARS = (".idx", ".manifest.json")
 
 
 def expand_paths(paths: Paths) -> list[str]:
     """Turns a path, a glob pattern, or a list of either into a list of existing files.
 
-    Globs expand in sorted order. A path or pattern that matches nothing raises
-    ``FileNotFoundError``.
+    Globs expand in sorted order, leaving out ``.idx`` sidecars and dataset manifests. A
+    path or pattern that matches nothing raises ``FileNotFoundError``.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -43,7 +44,8 @@ def expand_paths(paths: Paths) -> list[str]:
         if not isinstance(p, str):
             raise TypeError(f"paths must be str or os.PathLike, not {type(p).__name__}")
         if _GLOB_CHARS & set(p) and not os.path.exists(p):
-            matches = sorted(_glob.glob(p))
+            # Index sidecars and manifests sit beside the shards; a glob never means them.
+            matches = sorted(m for m in _glob.glob(p) if not m.endswith(_SIDECARS))
             if not matches:
                 raise FileNotFoundError(2, "no files match the pattern", p)
             out.extend(matches)
@@ -164,8 +166,57 @@ def _batches(next_batch: Callable[[], T | None], on_error: OnError) -> Iterator[
 
 
 def count(paths: Paths, *, compression: str | None = "auto") -> int:
-    """Counts the records in one or more TFRecord files (length checksums verified)."""
-    return sum(_core.count_records(p, compression) for p in expand_paths(paths))
+    """Counts the records in one or more TFRecord files.
+
+    Answers without reading a file when its dataset manifest (written by
+    :func:`write_dataset`) or its ``.idx`` sidecar describes it and agrees with its size;
+    otherwise scans it, checking length checksums.
+    """
+    manifests: dict[str, Any] = {}
+    total = 0
+    for path in expand_paths(paths):
+        known = _known_count(path, manifests)
+        total += known if known is not None else _core.count_records(path, compression)
+    return total
+
+
+def _known_count(path: str, manifests: dict[str, Any]) -> int | None:
+    from .dataset_writer import SHARD_RE, Manifest, manifest_path
+
+    size = os.path.getsize(path)
+    name = os.path.basename(path)
+    m = SHARD_RE.match(name)
+    if m:
+        mpath = manifest_path(os.path.join(os.path.dirname(path), m.group("prefix")))
+        if mpath not in manifests:
+            try:
+                manifests[mpath] = Manifest.load(mpath)
+            except (OSError, ValueError, KeyError, TypeError):
+                manifests[mpath] = None
+        manifest = manifests[mpath]
+        if manifest is not None:
+            for shard in manifest.shards:
+                if shard.file == name and shard.bytes == size:
+                    return shard.records
+    return _index_count(path + ".idx", size)
+
+
+def _index_count(index: str, size: int) -> int | None:
+    """Records listed by an ``offset length`` sidecar that ends exactly at ``size``."""
+    try:
+        with open(index, "rb") as f:
+            lines = f.read().split()
+    except OSError:
+        return None
+    if len(lines) % 2:
+        return None
+    if not lines:
+        return 0 if size == 0 else None
+    try:
+        end = int(lines[-2]) + int(lines[-1])
+    except ValueError:
+        return None
+    return len(lines) // 2 if end == size else None
 
 
 class RecordWriter:

@@ -1,0 +1,494 @@
+"""Writing whole datasets: sharded, parallel, atomic, indexed, with a manifest."""
+
+from __future__ import annotations
+
+import errno
+import glob
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from .example import decode_example, encode_example
+from .schema import FixedLen, Schema, Spec, VarLen
+
+__all__ = ["Manifest", "ShardInfo", "parse_size", "shard_name", "write_dataset"]
+
+MANIFEST_FORMAT = "tfrecordkit.manifest/1"
+_EXT = {None: ".tfrecord", "gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz"}
+SHARD_RE = re.compile(
+    r"^(?P<prefix>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.tfrecord(\.gz|\.zz)?$"
+)
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1e3,
+    "kb": 1e3,
+    "kib": 2**10,
+    "m": 1e6,
+    "mb": 1e6,
+    "mib": 2**20,
+    "g": 1e9,
+    "gb": 1e9,
+    "gib": 2**30,
+    "t": 1e12,
+    "tb": 1e12,
+    "tib": 2**40,
+}
+# "Large enough" for ten files per host: no shard is made smaller than this to reach that count.
+_MIN_SHARD_BYTES = 1 << 20
+_CHUNK_ROWS = 65_536
+# Rows of an iterable of dicts looked at to describe its schema in the manifest.
+_INFER_ROWS = 1000
+
+
+def parse_size(size: int | str) -> int:
+    """``"128MiB"``, ``"100MB"``, ``"1.5GiB"`` or a number of bytes."""
+    if isinstance(size, (int, np.integer)):
+        value = int(size)
+    else:
+        m = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(size))
+        if not m or m.group(2).lower() not in _UNITS:
+            raise ValueError(f"cannot read {size!r} as a size such as '128MiB'")
+        value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise ValueError(f"size must be positive, not {size!r}")
+    return value
+
+
+def shard_name(prefix: str, index: int, count: int, compression: str | None = None) -> str:
+    """``{prefix}-{index:05d}-of-{count:05d}.tfrecord`` (``.gz`` / ``.zz`` when compressed)."""
+    return f"{prefix}-{index:05d}-of-{count:05d}{_EXT[compression]}"
+
+
+@dataclass
+class ShardInfo:
+    file: str
+    records: int
+    bytes: int
+    crc32c: str
+
+
+@dataclass
+class Manifest:
+    """What :func:`write_dataset` wrote: ``{prefix}.manifest.json`` beside the shards."""
+
+    prefix: str
+    shards: list[ShardInfo]
+    compression: str | None = None
+    schema: Schema | None = None
+    index: bool = False
+    version: str = _core.__version__
+    path: str = field(default="", compare=False)
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.shards)
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.shards)
+
+    @property
+    def files(self) -> list[str]:
+        """The shards' paths, in order."""
+        directory = os.path.dirname(self.path)
+        return [os.path.join(directory, s.file) for s in self.shards]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": MANIFEST_FORMAT,
+            "version": self.version,
+            "prefix": self.prefix,
+            "compression": self.compression,
+            "index": self.index,
+            "records": self.records,
+            "bytes": self.bytes,
+            "schema": None if self.schema is None else self.schema.to_dict(),
+            "shards": [asdict(s) for s in self.shards],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> Manifest:
+        if d.get("format") != MANIFEST_FORMAT:
+            raise ValueError(f"{path or 'manifest'}: not a {MANIFEST_FORMAT} manifest")
+        schema = d.get("schema")
+        return cls(
+            prefix=d["prefix"],
+            shards=[ShardInfo(**s) for s in d["shards"]],
+            compression=d.get("compression"),
+            schema=None if schema is None else Schema.from_dict(schema),
+            index=bool(d.get("index", False)),
+            version=d.get("version", "?"),
+            path=path,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Manifest:
+        """Reads a manifest file, or the manifest of a dataset prefix."""
+        path = os.fspath(path)
+        if not path.endswith(".manifest.json"):
+            path += ".manifest.json"
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f), path)
+
+
+def manifest_path(prefix: str) -> str:
+    return f"{prefix}.manifest.json"
+
+
+def _existing(prefix: str) -> list[str]:
+    pattern = (
+        glob.escape(prefix) + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord*"
+    )
+    found = [p for p in glob.glob(pattern) if SHARD_RE.match(os.path.basename(p))]
+    found += [p + ".idx" for p in found if os.path.exists(p + ".idx")]
+    if os.path.exists(manifest_path(prefix)):
+        found.append(manifest_path(prefix))
+    return sorted(found)
+
+
+def _write_json_atomically(path: str, payload: dict[str, Any]) -> None:
+    temp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    try:
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        _remove(temp)
+        raise
+
+
+def _remove(path: str | None) -> None:
+    if path:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+
+class _Progress:
+    """A tqdm bar on stderr when asked for and available, else nothing."""
+
+    def __init__(self, enabled: bool, total: int | None, desc: str) -> None:
+        self.bar = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # pragma: no cover - tqdm is a dependency
+                return
+            self.bar = tqdm(total=total, desc=desc, unit=" rows", disable=None, leave=False)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _Shards:
+    """Open shard writers under temporary names; all renamed together or all removed."""
+
+    def __init__(self, prefix: str, compression: str | None, index: bool) -> None:
+        self.prefix = prefix
+        self.compression = compression
+        self.index = index
+        self.done: list[dict[str, Any]] = []
+        self.open: list[Any] = []
+
+    def new(self, i: int) -> Any:
+        # The name given here only shapes the temporary's name; the final name is given
+        # when the shard count is known.
+        w = _core.RecordWriter(
+            shard_name(self.prefix, i, 0, self.compression),
+            self.compression or "none",
+            None,
+            True,
+            self.index,
+        )
+        self.open.append(w)
+        return w
+
+    def finish(self, w: Any) -> dict[str, Any]:
+        info = w.finish()
+        self.open.remove(w)
+        self.done.append(info)
+        return info
+
+    def abort(self) -> None:
+        for w in self.open:
+            w.abort()
+        for info in self.done:
+            _remove(info["data"])
+            _remove(info["index"])
+
+    def commit(self, infos: list[dict[str, Any]]) -> list[ShardInfo]:
+        n = len(infos)
+        shards = []
+        for i, info in enumerate(infos):
+            final = shard_name(self.prefix, i, n, self.compression)
+            if info["index"]:
+                os.replace(info["index"], final + ".idx")
+            os.replace(info["data"], final)
+            shards.append(
+                ShardInfo(
+                    os.path.basename(final), info["records"], info["bytes"], f"{info['crc32c']:08x}"
+                )
+            )
+        return shards
+
+
+def _plan_shards(
+    total_bytes: int, num_shards: int | None, max_bytes: int, hosts: int | None
+) -> int:
+    if num_shards is not None:
+        if num_shards < 1:
+            raise ValueError(f"num_shards must be at least 1, not {num_shards}")
+        return int(num_shards)
+    n = max(1, math.ceil(total_bytes / max_bytes))
+    if hosts:
+        enough = max(1, total_bytes // _MIN_SHARD_BYTES)
+        n = max(n, min(10 * int(hosts), enough))
+    return n
+
+
+def _infer_row_spec(seen: dict[str, Any], decoded: Mapping[str, Any]) -> None:
+    for key, values in decoded.items():
+        if isinstance(values, np.ndarray):
+            kind = "int64" if values.dtype == np.int64 else "float32"
+        elif values:
+            kind = "bytes"
+        else:
+            continue
+        entry = seen.setdefault(key, {"dtype": kind, "counts": set(), "rows": 0})
+        if entry["dtype"] != kind:
+            entry["dtype"] = "mixed"
+        entry["counts"].add(len(values))
+        entry["rows"] += 1
+
+
+def _schema_from_rows(seen: dict[str, Any], n_rows: int) -> Schema | None:
+    specs: dict[str, Spec] = {}
+    for key, e in seen.items():
+        if e["dtype"] == "mixed":
+            return None
+        if e["rows"] == n_rows and len(e["counts"]) == 1:
+            (count,) = e["counts"]
+            specs[key] = FixedLen([] if count == 1 else [count], e["dtype"])
+        else:
+            specs[key] = VarLen(e["dtype"])
+    return Schema(specs)
+
+
+def write_dataset(
+    data: Any,
+    prefix: str | os.PathLike[str],
+    *,
+    num_shards: int | None = None,
+    max_shard_bytes: int | str = "128MiB",
+    hosts: int | None = None,
+    compression: str | None = None,
+    schema: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    index: bool = True,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> Manifest:
+    """Writes ``data`` as TFRecord shards ``{prefix}-SSSSS-of-NNNNN.tfrecord`` and a manifest.
+
+    ``data`` is a dict of NumPy columns, a pandas DataFrame, a pyarrow Table, an iterable
+    of dicts (one Example per dict), or an iterable of already-serialized records (bytes).
+    Columns become features by dtype (see :func:`tfrecordkit.encode_examples`); ``schema``
+    overrides the dtypes inferred. Tables are encoded and written on native threads,
+    ``workers`` shards at a time, with no Python object per row.
+
+    Shards: ``num_shards`` fixed, or as many as keep each under ``max_shard_bytes`` and, given
+    ``hosts`` (reading machines), at least ten per host when the data is large enough.
+    Table rows (and sized iterables) are split into contiguous runs; unsized iterables are
+    dealt round-robin across a fixed ``num_shards``, or fill one shard after another.
+
+    Every shard is written under a temporary name and renamed only when all are complete
+    and synced; any error (disk full, Ctrl-C) removes the temporaries and leaves no final
+    file. An existing dataset at ``prefix`` is refused unless ``overwrite=True``.
+    ``index=True`` writes ``.idx`` sidecars (uncompressed shards only). Returns the
+    :class:`Manifest`, also saved as ``{prefix}.manifest.json``.
+
+    >>> columns = {"x": np.arange(1000)}
+    >>> manifest = write_dataset(columns, "out/train", num_shards=4)  # doctest: +SKIP
+    >>> manifest.records  # doctest: +SKIP
+    1000
+    """
+    prefix = os.fspath(prefix)
+    if compression not in (None, "gzip", "zlib"):
+        raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
+    max_bytes = parse_size(max_shard_bytes)
+    directory = os.path.dirname(os.path.abspath(prefix))
+    os.makedirs(directory, exist_ok=True)
+    previous = _existing(prefix)
+    if previous and not overwrite:
+        raise FileExistsError(
+            errno.EEXIST,
+            "a dataset already exists here; pass overwrite=True to replace it",
+            previous[0],
+        )
+    index = bool(index) and compression is None
+    shards = _Shards(prefix, compression, index)
+    try:
+        if _is_table(data):
+            infos, out_schema = _write_table(
+                data, shards, schema, num_shards, max_bytes, hosts, workers, progress
+            )
+        else:
+            infos, out_schema = _write_stream(
+                data, shards, schema, num_shards, max_bytes, hosts, progress
+            )
+        committed = shards.commit(infos)
+    except BaseException:
+        shards.abort()
+        raise
+    manifest = Manifest(
+        prefix=os.path.basename(prefix),
+        shards=committed,
+        compression=compression,
+        schema=out_schema,
+        index=index,
+        path=manifest_path(prefix),
+    )
+    _write_json_atomically(manifest.path, manifest.to_dict())
+    keep = {os.path.abspath(p) for p in manifest.files}
+    keep |= {p + ".idx" for p in keep}
+    keep.add(os.path.abspath(manifest.path))
+    for stale in previous:
+        if os.path.abspath(stale) not in keep:
+            _remove(stale)
+    return manifest
+
+
+def _is_table(data: Any) -> bool:
+    return type(data).__module__.startswith(("pandas", "pyarrow")) or isinstance(data, Mapping)
+
+
+def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, progress):
+    from .table import as_table
+
+    table = as_table(data, schema)
+    native = table.native()
+    sizes = _core.framed_row_sizes(table.names, native, table.rows)
+    cumulative = np.cumsum(sizes, dtype=np.uint64)
+    total = int(cumulative[-1]) if table.rows else 0
+    n = _plan_shards(total, num_shards, max_bytes, hosts)
+    n = min(n, max(1, table.rows)) if num_shards is None else n
+    # Contiguous row runs of about equal bytes.
+    targets = [total * k / n for k in range(1, n)]
+    bounds = [0, *(int(np.searchsorted(cumulative, t, side="right")) for t in targets), table.rows]
+    if num_shards is not None:
+        bounds = [table.rows * k // n for k in range(n + 1)]
+    workers = max(1, min(workers or os.cpu_count() or 1, n))
+    bar = _Progress(progress, table.rows, "writing")
+
+    def write(k: int) -> dict[str, Any]:
+        w = shards.new(k)
+        start, end = bounds[k], bounds[k + 1]
+        for a in range(start, end, _CHUNK_ROWS):
+            b = min(a + _CHUNK_ROWS, end)
+            w.write_columns(table.names, native, table.rows, a, b, workers == 1)
+            bar.update(b - a)
+        return shards.finish(w)
+
+    try:
+        if workers == 1:
+            infos = [write(k) for k in range(n)]
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                infos = list(pool.map(write, range(n)))
+    finally:
+        bar.close()
+    return infos, table.schema()
+
+
+def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
+    if isinstance(data, (bytes, str)):
+        raise TypeError("data must be a table or an iterable of rows or records, not a string")
+    if hosts is not None and num_shards is None and not hasattr(data, "__len__"):
+        raise ValueError(
+            "hosts needs the data's size up front: pass a table or a sized collection, "
+            "or choose num_shards"
+        )
+    total = len(data) if hasattr(data, "__len__") else None
+    bar = _Progress(progress, total, "writing")
+    seen: dict[str, Any] = {}
+    kinds: set[str] = set()
+    rows = 0
+
+    def records() -> Iterator[bytes]:
+        nonlocal rows
+        for item in data:
+            if isinstance(item, (bytes, bytearray, memoryview)):
+                kinds.add("bytes")
+                record = bytes(item)
+            elif isinstance(item, Mapping):
+                kinds.add("rows")
+                present = {k: v for k, v in item.items() if v is not None}
+                record = encode_example(present)
+                if rows < _INFER_ROWS:
+                    _infer_row_spec(seen, decode_example(record))
+            else:
+                raise TypeError(
+                    f"rows must be dicts or serialized records (bytes), not {type(item).__name__}"
+                )
+            rows += 1
+            bar.update(1)
+            yield record
+
+    infos: list[dict[str, Any]] = []
+    try:
+        if num_shards is not None and total is not None:
+            # Contiguous runs of a known number of records.
+            n = _plan_shards(0, num_shards, max_bytes, hosts)
+            bounds = [total * k // n for k in range(n + 1)]
+            stream = records()
+            for k in range(n):
+                w = shards.new(k)
+                for _ in range(bounds[k + 1] - bounds[k]):
+                    w.write(next(stream))
+                infos.append(shards.finish(w))
+            for _ in stream:
+                raise ValueError("the data yielded more items than its len() said")
+        elif num_shards is not None:
+            writers = [shards.new(k) for k in range(_plan_shards(0, num_shards, max_bytes, None))]
+            for i, record in enumerate(records()):
+                writers[i % len(writers)].write(record)
+            infos = [shards.finish(w) for w in writers]
+        else:
+            w, filled = None, 0
+            for record in records():
+                if w is None or filled >= max_bytes:
+                    if w is not None:
+                        infos.append(shards.finish(w))
+                    w, filled = shards.new(len(infos)), 0
+                w.write(record)
+                filled += len(record) + 16
+            if w is None:
+                w = shards.new(0)
+            infos.append(shards.finish(w))
+    finally:
+        bar.close()
+    if schema is not None:
+        out_schema = Schema(schema)
+    elif kinds == {"rows"}:
+        out_schema = _schema_from_rows(seen, min(rows, _INFER_ROWS))
+    else:
+        out_schema = None
+    return infos, out_schema
