@@ -33,4 +33,6 @@ def test_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.chdir(tmp_path)
     (block,) = python_blocks((ROOT / "README.md").read_text())
     exec(compile(block, "README.md", "exec"), {})
-    assert capsys.readouterr().out.strip() == "1000"
+    out = capsys.readouterr().out.split("\n")
+    assert out[0] == "1000"
+    assert out[1] == "out/train-00000-of-00004.tfrecord 10000"
