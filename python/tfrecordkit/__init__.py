@@ -43,7 +43,7 @@ from .schema import (
     parse_example,
     parse_examples,
 )
-from .verify import FileReport, verify
+from .verify import FileReport, repair, verify
 
 __all__ = [
     "CorruptRecordError",
@@ -77,6 +77,7 @@ __all__ = [
     "read_batches",
     "read_examples",
     "read_records",
+    "repair",
     "verify",
     "write_dataset",
 ]

@@ -46,6 +46,7 @@ class RecordReader:
         compression: str | None = "auto",
         verify: bool = True,
         max_record_bytes: int | None = None,
+        resync: bool = False,
     ) -> RecordReader: ...
     def read_batch(self, max_records: int = 1024, max_bytes: int = 16777216) -> list[bytes]: ...
     def read_parsed(

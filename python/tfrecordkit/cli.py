@@ -139,9 +139,42 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
             click.echo(
                 f"         record {d.record_index} at offset {d.offset}: {d.error}: {d.message}"
             )
+        if r.lost_bytes:
+            click.echo(f"         {r.lost_bytes:,} bytes lost in all")
         if r.failure:
             click.echo(f"         {r.failure}")
     if not all(r.ok for r in reports):
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("src")
+@click.option("-o", "--output", required=True, help="Where to write the repaired file.")
+@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@COMPRESSION
+def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: str) -> None:
+    """Salvage every intact record of SRC into a new, valid file OUTPUT.
+
+    Skips damaged records, resynchronizes past damaged headers, drops a torn tail, and
+    reports what was lost. Exits 0 when SRC was intact, 1 when something was lost.
+    """
+    from .verify import repair as repair_file
+
+    try:
+        report = repair_file(src, output, compression=_c(compression), overwrite=overwrite)
+    except (OSError, TFRecordError, ValueError) as err:
+        _fail(str(err))
+    if as_json:
+        click.echo(json.dumps(report.to_dict() | {"output": output}))
+    else:
+        click.echo(f"kept {report.records:,} records in {output}")
+        for d in report.damage:
+            where = f"bytes {d.lost[0]}-{d.lost[1]}" if d.lost else f"offset {d.offset}"
+            click.echo(f"lost    {where}: {d.error}: {d.message}")
+        if report.failure:
+            click.echo(f"stopped {report.failure}")
+    if not report.ok:
         sys.exit(1)
 
 

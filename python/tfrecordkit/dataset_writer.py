@@ -368,7 +368,8 @@ def write_dataset(
     )
     _write_json_atomically(manifest.path, manifest.to_dict())
     keep = {os.path.abspath(p) for p in manifest.files}
-    keep |= {p + ".idx" for p in keep}
+    if index:
+        keep |= {p + ".idx" for p in keep}
     keep.add(os.path.abspath(manifest.path))
     for stale in previous:
         if os.path.abspath(stale) not in keep:
@@ -391,10 +392,14 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
     n = _plan_shards(total, num_shards, max_bytes, hosts)
     n = min(n, max(1, table.rows)) if num_shards is None else n
     # Contiguous row runs of about equal bytes.
-    targets = [total * k / n for k in range(1, n)]
-    bounds = [0, *(int(np.searchsorted(cumulative, t, side="right")) for t in targets), table.rows]
     if num_shards is not None:
         bounds = [table.rows * k // n for k in range(n + 1)]
+    else:
+        targets = [total * k / n for k in range(1, n)]
+        cuts = (int(np.searchsorted(cumulative, t, side="right")) for t in targets)
+        # A row larger than the limit can make cuts coincide; never write an empty shard.
+        bounds = sorted({0, *cuts, table.rows}) if table.rows else [0, 0]
+        n = len(bounds) - 1
     workers = max(1, min(workers or os.cpu_count() or 1, n))
     bar = _Progress(progress, table.rows, "writing")
 
@@ -454,15 +459,26 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
 
     infos: list[dict[str, Any]] = []
     try:
-        if num_shards is not None and total is not None:
+        if total is not None and (num_shards is not None or hosts is not None):
+            stream: Iterator[bytes] = records()
+            if num_shards is None:
+                # Enough shards for the hosts needs the size: the collection is in memory
+                # already, so its records can be too.
+                held = list(stream)
+                size = sum(len(r) + 16 for r in held)
+                num_shards = _plan_shards(size, None, max_bytes, hosts)
+                num_shards = min(num_shards, max(1, len(held)))
+                stream = iter(held)
             # Contiguous runs of a known number of records.
-            n = _plan_shards(0, num_shards, max_bytes, hosts)
+            n = _plan_shards(0, num_shards, max_bytes, None)
             bounds = [total * k // n for k in range(n + 1)]
-            stream = records()
             for k in range(n):
                 w = shards.new(k)
                 for _ in range(bounds[k + 1] - bounds[k]):
-                    w.write(next(stream))
+                    record = next(stream, None)
+                    if record is None:
+                        raise ValueError("the data yielded fewer items than its len() said")
+                    w.write(record)
                 infos.append(shards.finish(w))
             for _ in stream:
                 raise ValueError("the data yielded more items than its len() said")

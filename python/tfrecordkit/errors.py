@@ -3,7 +3,8 @@
 Every error found in data carries where it was found: ``path`` (the file), ``offset`` (byte
 offset of the damaged record; for compressed files, in the decompressed stream unless the
 compressed stream itself is damaged), ``record_index`` (index of the record in its file, or
-in the batch being parsed) and, for schema and decode errors, the feature ``key``. Errors
+in the batch being parsed), for schema and decode errors the feature ``key``, and, when a
+reader resynchronized past damage, ``lost``: the byte range ``(start, end)`` it skipped. Errors
 from the operating system stay ``FileNotFoundError``, ``PermissionError`` and ``OSError``.
 """
 
@@ -33,6 +34,7 @@ class TFRecordError(Exception):
         offset: int | None = None,
         record_index: int | None = None,
         key: str | None = None,
+        lost: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -40,6 +42,7 @@ class TFRecordError(Exception):
         self.offset = offset
         self.record_index = record_index
         self.key = key
+        self.lost = lost
 
     def __str__(self) -> str:
         where = []

@@ -24,7 +24,7 @@ __all__ = [
 
 PathLike = str | os.PathLike[str]
 Paths = PathLike | Sequence[PathLike]
-OnError = Literal["raise", "skip", "warn"]
+OnError = Literal["raise", "skip", "warn"] | Callable[[DataLossError], Any]
 
 _GLOB_CHARS = frozenset("*?[")
 _SIDECARS = (".idx", ".manifest.json")
@@ -64,6 +64,7 @@ def read_records(
     compression: str | None = "auto",
     verify: bool = True,
     on_error: OnError = "raise",
+    resync: bool = False,
     max_record_bytes: int | None = None,
 ) -> Iterator[bytes]:
     """Iterates over the records of one or more TFRecord files, in order.
@@ -75,12 +76,15 @@ def read_records(
     On damage, ``on_error="raise"`` raises a :class:`~tfrecordkit.errors.DataLossError`
     subclass naming the file, offset and record; ``"skip"`` steps over a record whose data
     checksum fails and goes on (damage that makes the rest of a file unreadable ends that
-    file and moves to the next); ``"warn"`` does the same with a ``DataLossWarning``.
+    file and moves to the next); ``"warn"`` does the same with a ``DataLossWarning``; a
+    callable is called with each error and reading goes on unless it raises.
+    ``resync=True`` makes every framing error skippable: the reader scans forward to the
+    next record whose checksums hold and reports the bytes it skipped (``error.lost``).
 
     >>> for record in read_records("data/*.tfrecord"):  # doctest: +SKIP
     ...     example = decode_example(record)
     """
-    reader = _open(paths, compression, verify, on_error, max_record_bytes)
+    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync)
     return chain.from_iterable(_batches(lambda: reader.read_batch(512), on_error))
 
 
@@ -91,6 +95,7 @@ def read_batches(
     compression: str | None = "auto",
     verify: bool = True,
     on_error: OnError = "raise",
+    resync: bool = False,
     max_record_bytes: int | None = None,
 ) -> Iterator[list[bytes]]:
     """Like :func:`read_records`, but yields lists of up to ``batch_size`` records.
@@ -98,7 +103,7 @@ def read_batches(
     Batches run across file boundaries; one is shorter only at the end, or where damage
     was skipped.
     """
-    reader = _open(paths, compression, verify, on_error, max_record_bytes)
+    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync)
     return _batches(lambda: reader.read_batch(batch_size), on_error)
 
 
@@ -110,6 +115,7 @@ def read_examples(
     compression: str | None = "auto",
     verify: bool = True,
     on_error: OnError = "raise",
+    resync: bool = False,
     max_record_bytes: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Reads and parses Examples in batches: each item is what :func:`parse_examples`
@@ -125,7 +131,7 @@ def read_examples(
     schema = _as_schema(schema)
     compiled = schema.compiled()
     keys = list(schema)
-    reader = _open(paths, compression, verify, on_error, max_record_bytes)
+    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync)
     batches = _batches(lambda: reader.read_parsed(compiled, batch_size), on_error)
     return ({k: _assemble(*p) for k, p in zip(keys, parsed, strict=True)} for parsed in batches)
 
@@ -136,10 +142,14 @@ def _open(
     verify: bool,
     on_error: object,
     max_record_bytes: int | None,
+    resync: bool,
 ) -> _core.RecordReader:
-    if on_error not in ("raise", "skip", "warn"):
-        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
-    return _core.RecordReader(expand_paths(paths), compression, verify, max_record_bytes)
+    if on_error not in ("raise", "skip", "warn") and not callable(on_error):
+        raise ValueError(
+            f'on_error must be "raise", "skip", "warn" or a callable, not {on_error!r}'
+        )
+    files = expand_paths(paths)
+    return _core.RecordReader(files, compression, verify, max_record_bytes, resync)
 
 
 T = TypeVar("T")
@@ -159,6 +169,8 @@ def _batches(next_batch: Callable[[], T | None], on_error: OnError) -> Iterator[
                 raise
             if on_error == "warn":
                 warnings.warn(f"skipped damaged data: {err}", DataLossWarning, stacklevel=3)
+            elif callable(on_error):
+                on_error(err)
             continue
         if not batch:
             return
@@ -256,9 +268,7 @@ class RecordWriter:
         """Writes every record of an iterable; returns how many were written."""
         return self._w.write_many(records)
 
-    def write_examples(
-        self, columns: Any, *, schema: Any = None, chunk_rows: int = 65_536
-    ) -> int:
+    def write_examples(self, columns: Any, *, schema: Any = None, chunk_rows: int = 65_536) -> int:
         """Encodes a table (a dict of columns, a pandas DataFrame or an Arrow table) as one
         Example per row and writes them; returns the number of rows. See
         :func:`tfrecordkit.encode_examples` for how columns become features. Encoding runs

@@ -181,6 +181,8 @@ def _arrow_column(name: str, arr: Any) -> Column:
         values = [b"" if v is None else _to_bytes(name, v) for v in arr.to_pylist()]
         return Column(values, 1, None, mask, "bytes", ())
     if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):
+        if pa.types.is_boolean(t):
+            arr = arr.cast(pa.int8())
         np_values = arr.fill_null(0).to_numpy(zero_copy_only=False)
         values, dtype = _numeric(name, np_values)
         return Column(values, 1, None, mask, dtype, ())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -9,17 +12,18 @@ from . import _core
 from .errors import DataLossError, TFRecordError
 from .records import Paths, expand_paths
 
-__all__ = ["Damage", "FileReport", "verify"]
+__all__ = ["Damage", "FileReport", "repair", "verify"]
 
 
 @dataclass
 class Damage:
-    """One damaged place in a file."""
+    """One damaged place in a file; ``lost`` is the byte range ``[start, end)`` skipped."""
 
     offset: int | None
     record_index: int | None
     error: str
     message: str
+    lost: tuple[int, int] | None = None
 
 
 @dataclass
@@ -35,27 +39,37 @@ class FileReport:
     def ok(self) -> bool:
         return not self.damage and self.failure is None
 
+    @property
+    def lost_bytes(self) -> int:
+        """Bytes skipped to get past damage (where the reader could resynchronize)."""
+        return sum(d.lost[1] - d.lost[0] for d in self.damage if d.lost)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["ok"] = self.ok
         return d
 
 
-def _verify_one(path: str, compression: str | None) -> FileReport:
+def _scan(
+    path: str, compression: str | None, on_batch: Callable[[list[bytes]], None] | None = None
+) -> FileReport:
+    """Reads one file with resynchronization, noting every damaged place."""
     report = FileReport(path)
     try:
-        reader = _core.RecordReader([path], compression, True, None)
+        reader = _core.RecordReader([path], compression, True, None, True)
         while True:
             try:
                 batch = reader.read_batch(4096)
             except DataLossError as err:
                 report.damage.append(
-                    Damage(err.offset, err.record_index, type(err).__name__, err.message)
+                    Damage(err.offset, err.record_index, type(err).__name__, err.message, err.lost)
                 )
                 continue
             if not batch:
                 break
             report.records += len(batch)
+            if on_batch is not None:
+                on_batch(batch)
     except (OSError, TFRecordError) as err:
         report.failure = f"{type(err).__name__}: {err}"
     return report
@@ -64,7 +78,39 @@ def _verify_one(path: str, compression: str | None) -> FileReport:
 def verify(paths: Paths, *, compression: str | None = "auto") -> list[FileReport]:
     """Reads every record of every file, checking all checksums, and reports damage.
 
-    Damage does not stop the scan: a record whose data checksum fails is reported and
-    skipped; damage that makes the rest of a file unreadable is reported once.
+    Damage does not stop the scan: the reader resynchronizes at the next record whose
+    checksums hold, and each report lists the damaged places with the byte ranges lost.
     """
-    return [_verify_one(p, compression) for p in expand_paths(paths)]
+    return [_scan(p, compression) for p in expand_paths(paths)]
+
+
+def repair(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    compression: str | None = "auto",
+    output_compression: str | None = "auto",
+    overwrite: bool = False,
+) -> FileReport:
+    """Copies every intact record of ``src`` into a new, valid file ``dst``.
+
+    Damaged records are dropped, the reader resynchronizes past damaged headers and drops a
+    torn tail; the returned report says what was kept and what was lost. ``dst`` appears
+    only once complete (written atomically); an existing ``dst`` is refused unless
+    ``overwrite=True``.
+    """
+    src, dst = os.fspath(src), os.fspath(dst)
+    if not os.path.isfile(src):
+        raise FileNotFoundError(errno.ENOENT, "no such file", src)
+    if os.path.abspath(src) == os.path.abspath(dst):
+        raise ValueError("repair writes a new file; dst must differ from src")
+    if os.path.exists(dst) and not overwrite:
+        raise FileExistsError(errno.EEXIST, "the output exists; pass overwrite=True", dst)
+    writer = _core.RecordWriter(dst, output_compression, None, True, False)
+    try:
+        report = _scan(src, compression, lambda batch: writer.write_many(batch))
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return report

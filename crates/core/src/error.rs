@@ -31,9 +31,11 @@ pub struct Error {
     pub offset: Option<u64>,
     pub record_index: Option<u64>,
     /// The feature key, for schema and decode errors that concern one feature.
-    pub key: Option<String>,
+    pub key: Option<Box<str>>,
     /// The reader has already stepped past the damaged record and can go on.
     pub resumable: bool,
+    /// Byte range `[start, end)` skipped to get past the damage, when the reader resynced.
+    pub lost: Option<Box<(u64, u64)>>,
     pub source: Option<io::Error>,
 }
 
@@ -49,6 +51,7 @@ impl Error {
             record_index: None,
             key: None,
             resumable: false,
+            lost: None,
             source: None,
         }
     }
@@ -107,7 +110,7 @@ impl Error {
 
     pub fn with_key(mut self, key: &str) -> Self {
         if self.key.is_none() {
-            self.key = Some(key.to_owned());
+            self.key = Some(key.into());
         }
         self
     }

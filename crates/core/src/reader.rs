@@ -30,6 +30,9 @@ pub struct ReadOptions {
     /// Check each record's data CRC. Length CRCs are always checked.
     pub verify: bool,
     pub max_record_bytes: u64,
+    /// After damage, scan forward for the next valid record instead of giving up on the
+    /// rest of the file.
+    pub resync: bool,
 }
 
 impl Default for ReadOptions {
@@ -38,6 +41,7 @@ impl Default for ReadOptions {
             compression: None,
             verify: true,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            resync: false,
         }
     }
 }
@@ -57,6 +61,7 @@ pub struct RecordReader<R: Read> {
     offset: u64,
     index: u64,
     verify: bool,
+    resync: bool,
     max_record_bytes: u64,
     total_len: Option<u64>,
     head: Vec<u8>,
@@ -109,6 +114,7 @@ impl<R: Read> RecordReader<R> {
             offset: 0,
             index: 0,
             verify: opts.verify,
+            resync: opts.resync,
             max_record_bytes: opts.max_record_bytes,
             total_len: None,
             head: Vec::new(),
@@ -217,12 +223,12 @@ impl<R: Read> RecordReader<R> {
         let len_crc = u32::from_le_bytes(h[8..12].try_into().unwrap());
         if masked_crc32c(&h[..8]) != len_crc {
             let msg = "record length checksum mismatch (corrupt record header)";
-            return Err(self.fail(Error::corrupt(msg)));
+            return Err(self.damaged(Error::corrupt(msg), None));
         }
         let max = self.max_record_bytes.min(MAX_ADDRESSABLE);
         if len > max {
             let msg = format!("record length {len} exceeds the maximum of {max} bytes");
-            return Err(self.fail(Error::data_loss(msg)));
+            return Err(self.damaged(Error::data_loss(msg), None));
         }
         if let Some(total) = self.total_len {
             let left = total.saturating_sub(self.offset + HEADER_LEN as u64);
@@ -230,19 +236,18 @@ impl<R: Read> RecordReader<R> {
                 let msg = format!(
                     "truncated record data: the record declares {len} bytes but only {left} remain"
                 );
-                return Err(self.fail(Error::truncated(msg)));
+                return Err(self.damaged(Error::truncated(msg), None));
             }
         }
         Ok(Some(len))
     }
 
-    fn truncated_body(&mut self, len: u64, data_got: u64, footer_got: usize) -> Error {
-        let msg = if data_got < len {
+    fn truncated_message(len: u64, data_got: u64, footer_got: usize) -> String {
+        if data_got < len {
             format!("truncated record data: {data_got} of {len} bytes")
         } else {
             format!("truncated record footer: {footer_got} of {FOOTER_LEN} bytes")
-        };
-        self.fail(Error::truncated(msg))
+        }
     }
 
     /// Moves past a record of `len` data bytes; returns its (offset, index).
@@ -253,22 +258,124 @@ impl<R: Read> RecordReader<R> {
         at
     }
 
-    fn crc_error(&self, (offset, index): (u64, u64)) -> Error {
-        Error::corrupt("record data checksum mismatch")
-            .with_path(&self.path)
-            .with_offset(offset)
-            .with_record(index)
-            .resumable()
+    /// The record starting at the buffer's `start` is damaged.
+    ///
+    /// With `resync`, scans on from the next byte for a record whose length and data
+    /// checksums both hold, and reports the bytes skipped (`lost`); the error is resumable.
+    /// Without, a record whose length was verified (`skip_len`) is stepped over (resumable),
+    /// and any other damage ends the reader.
+    fn damaged(&mut self, err: Error, skip_len: Option<u64>) -> Error {
+        let (offset, index) = (self.offset, self.index);
+        let located =
+            |e: Error, path: &str| e.with_path(path).with_offset(offset).with_record(index);
+        let skip_exactly = |me: &mut Self, len: u64| {
+            let need = HEADER_LEN + len as usize + FOOTER_LEN;
+            me.start += need.min(me.end - me.start);
+            me.advance(len);
+        };
+        if !self.resync {
+            return match skip_len {
+                Some(len) => {
+                    skip_exactly(self, len);
+                    located(err, &self.path).resumable()
+                }
+                None => self.fail(err),
+            };
+        }
+        // A record whose length held and after which a valid header (or the end) follows
+        // is skipped exactly; anything else sends the reader scanning byte by byte.
+        if let Some(len) = skip_len {
+            let need = HEADER_LEN + len as usize + FOOTER_LEN;
+            match self.valid_at(need, false) {
+                Ok(Some(true) | None) => {
+                    skip_exactly(self, len);
+                    let mut e = located(err, &self.path).resumable();
+                    e.lost = Some(Box::new((offset, self.offset)));
+                    return e;
+                }
+                Ok(Some(false)) => {}
+                Err(e) => return self.fail(e),
+            }
+        }
+        self.start += 1;
+        self.offset += 1;
+        match self.scan() {
+            Ok(found) => {
+                let end = found.unwrap_or(self.offset);
+                self.index += 1;
+                let mut e = located(err, &self.path).resumable();
+                e.lost = Some(Box::new((offset, end)));
+                e.message.push_str(&match found {
+                    Some(at) => format!(
+                        "; skipped {} bytes to the next valid record at offset {at}",
+                        at - offset
+                    ),
+                    None => format!(
+                        "; no valid record follows ({} bytes skipped to the end)",
+                        end - offset
+                    ),
+                });
+                e
+            }
+            Err(e) => self.fail(e),
+        }
     }
 
-    /// The next record's data, or `None` at a clean end of stream.
-    ///
-    /// After a data-CRC mismatch the error is `resumable`: the record was skipped and the
-    /// next call reads the one after it. Any other error ends this reader.
-    pub fn next_record(&mut self) -> Result<Option<&[u8]>> {
-        let Some(len) = self.header()? else {
+    /// Whether a record with a valid header (and, with `whole`, valid data) starts `rel`
+    /// bytes after `start`; `None` if the stream ends exactly there.
+    fn valid_at(&mut self, rel: usize, whole: bool) -> Result<Option<bool>> {
+        let avail = self.fill(rel + HEADER_LEN)?;
+        if avail == rel {
             return Ok(None);
-        };
+        }
+        if avail < rel + HEADER_LEN {
+            return Ok(Some(false));
+        }
+        let at = self.start + rel;
+        let h = &self.buf[at..at + HEADER_LEN];
+        let len = u64::from_le_bytes(h[..8].try_into().unwrap());
+        let max = self.max_record_bytes.min(MAX_ADDRESSABLE);
+        let framed_end = self.offset + (rel + HEADER_LEN + FOOTER_LEN) as u64 + len;
+        let header_ok = masked_crc32c(&h[..8]) == u32::from_le_bytes(h[8..12].try_into().unwrap())
+            && len <= max
+            && self.total_len.is_none_or(|t| framed_end <= t);
+        if !header_ok || !whole {
+            return Ok(Some(header_ok));
+        }
+        let need = rel + HEADER_LEN + len as usize + FOOTER_LEN;
+        if self.fill(need)? < need {
+            return Ok(Some(false));
+        }
+        let data_at = self.start + rel + HEADER_LEN;
+        let data = &self.buf[data_at..data_at + len as usize];
+        let stored = &self.buf[data_at + len as usize..data_at + len as usize + FOOTER_LEN];
+        Ok(Some(
+            masked_crc32c(data) == u32::from_le_bytes(stored.try_into().unwrap()),
+        ))
+    }
+
+    /// Steps forward one byte at a time until a whole valid record starts at `start`;
+    /// returns its offset, or `None` (and ends the reader) if the stream ends first.
+    fn scan(&mut self) -> Result<Option<u64>> {
+        loop {
+            match self.valid_at(0, true)? {
+                Some(true) => return Ok(Some(self.offset)),
+                None => {
+                    self.done = true;
+                    return Ok(None);
+                }
+                Some(false) => {
+                    self.start += 1;
+                    self.offset += 1;
+                }
+            }
+        }
+    }
+
+    /// With the header of a `len`-byte record checked and in the buffer, makes the whole
+    /// record available, checks its data and moves past it; returns the data's range in
+    /// the buffer (valid until the next read).
+    fn buffered_body(&mut self, len: u64) -> Result<std::ops::Range<usize>> {
         let need = HEADER_LEN + len as usize + FOOTER_LEN;
         let avail = match self.fill(need) {
             Ok(n) => n,
@@ -276,20 +383,35 @@ impl<R: Read> RecordReader<R> {
         };
         if avail < need {
             let data_got = (avail - HEADER_LEN).min(len as usize);
-            let footer_got = avail - HEADER_LEN - data_got;
-            return Err(self.truncated_body(len, data_got as u64, footer_got));
+            let msg = Self::truncated_message(len, data_got as u64, avail - HEADER_LEN - data_got);
+            return Err(self.damaged(Error::truncated(msg), None));
         }
-        let data_start = self.start + HEADER_LEN;
-        let data_end = data_start + len as usize;
-        self.start += need;
-        let at = self.advance(len);
+        let data = self.start + HEADER_LEN..self.start + need - FOOTER_LEN;
         if self.verify {
-            let stored = u32::from_le_bytes(self.buf[data_end..data_end + 4].try_into().unwrap());
-            if masked_crc32c(&self.buf[data_start..data_end]) != stored {
-                return Err(self.crc_error(at));
+            let stored = &self.buf[data.end..data.end + FOOTER_LEN];
+            if masked_crc32c(&self.buf[data.clone()])
+                != u32::from_le_bytes(stored.try_into().unwrap())
+            {
+                let err = Error::corrupt("record data checksum mismatch");
+                return Err(self.damaged(err, Some(len)));
             }
         }
-        Ok(Some(&self.buf[data_start..data_end]))
+        self.start += need;
+        self.advance(len);
+        Ok(data)
+    }
+
+    /// The next record's data, or `None` at a clean end of stream.
+    ///
+    /// After a data-CRC mismatch the error is `resumable`: the record was skipped and the
+    /// next call reads the one after it. With `resync`, every framing error is: the reader
+    /// has moved on to the next valid record. Any other error ends this reader.
+    pub fn next_record(&mut self) -> Result<Option<&[u8]>> {
+        let Some(len) = self.header()? else {
+            return Ok(None);
+        };
+        let data = self.buffered_body(len)?;
+        Ok(Some(&self.buf[data]))
     }
 
     /// Appends the next record's data to `out`; `false` at a clean end of stream.
@@ -301,35 +423,11 @@ impl<R: Read> RecordReader<R> {
         let Some(len) = self.header()? else {
             return Ok(false);
         };
-        if len < DIRECT_MIN {
-            // Same path as next_record, header already checked.
-            let need = HEADER_LEN + len as usize + FOOTER_LEN;
-            let avail = match self.fill(need) {
-                Ok(n) => n,
-                Err(e) => return Err(self.fail(e)),
-            };
-            if avail < need {
-                let data_got = (avail - HEADER_LEN).min(len as usize);
-                let footer_got = avail - HEADER_LEN - data_got;
-                return Err(self.truncated_body(len, data_got as u64, footer_got));
-            }
-            let data = &self.buf[self.start + HEADER_LEN..self.start + need - FOOTER_LEN];
-            let stored = u32::from_le_bytes(
-                self.buf[self.start + need - 4..self.start + need]
-                    .try_into()
-                    .unwrap(),
-            );
-            let ok = !self.verify || masked_crc32c(data) == stored;
-            if ok {
-                out.extend_from_slice(data);
-            }
-            self.start += need;
-            let at = self.advance(len);
-            return if ok {
-                Ok(true)
-            } else {
-                Err(self.crc_error(at))
-            };
+        if len < DIRECT_MIN || self.resync {
+            // Resync rescans damaged records, so it keeps them in the buffer.
+            let data = self.buffered_body(len)?;
+            out.extend_from_slice(&self.buf[data]);
+            return Ok(true);
         }
         let base = out.len();
         let buffered = (self.end - self.start - HEADER_LEN).min(len as usize);
@@ -353,7 +451,8 @@ impl<R: Read> RecordReader<R> {
             if n < step {
                 self.eof = true;
                 out.truncate(base);
-                return Err(self.truncated_body(len, got, 0));
+                let msg = Self::truncated_message(len, got, 0);
+                return Err(self.fail(Error::truncated(msg)));
             }
         }
         let avail = match self.fill(FOOTER_LEN) {
@@ -365,14 +464,19 @@ impl<R: Read> RecordReader<R> {
         };
         if avail < FOOTER_LEN {
             out.truncate(base);
-            return Err(self.truncated_body(len, len, avail));
+            let msg = Self::truncated_message(len, len, avail);
+            return Err(self.fail(Error::truncated(msg)));
         }
         let stored = u32::from_le_bytes(self.buf[self.start..self.start + 4].try_into().unwrap());
         self.start += FOOTER_LEN;
-        let at = self.advance(len);
+        let (offset, index) = self.advance(len);
         if self.verify && masked_crc32c(&out[base..]) != stored {
             out.truncate(base);
-            return Err(self.crc_error(at));
+            return Err(Error::corrupt("record data checksum mismatch")
+                .with_path(&self.path)
+                .with_offset(offset)
+                .with_record(index)
+                .resumable());
         }
         Ok(true)
     }

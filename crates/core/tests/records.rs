@@ -257,3 +257,61 @@ fn large_records_read_directly_into_the_caller_buffer() {
     assert!(err.is_none());
     assert_eq!(lens, vec![5, 300_000, 70_000]);
 }
+
+fn read_resync(bytes: &[u8]) -> (Vec<Vec<u8>>, Vec<tfrecordkit_core::Error>) {
+    let opts = ReadOptions {
+        resync: true,
+        ..ReadOptions::default()
+    };
+    let mut reader = RecordReader::new(bytes, Compression::None, "mem", &opts);
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
+    loop {
+        match reader.next_record() {
+            Ok(Some(r)) => out.push(r.to_vec()),
+            Ok(None) => return (out, errors),
+            Err(e) => {
+                assert!(e.resumable || reader.is_done(), "{e}");
+                errors.push(e);
+            }
+        }
+    }
+}
+
+#[test]
+fn resync_recovers_every_record_after_damage() {
+    let records: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; 20 + i as usize]).collect();
+    let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    let clean = framed(&refs);
+    let offset_of = |k: usize| -> usize { records[..k].iter().map(|r| r.len() + 16).sum() };
+
+    // A damaged length: only that record is lost.
+    let mut bytes = clean.clone();
+    bytes[offset_of(10) + 2] ^= 0xff;
+    let (out, errors) = read_resync(&bytes);
+    assert_eq!(out.len(), 49);
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].kind, ErrorKind::Corrupt);
+    let lost = *errors[0].lost.clone().unwrap();
+    assert_eq!(lost, (offset_of(10) as u64, offset_of(11) as u64));
+
+    // Bytes cut out of the middle (a splice): everything after the cut comes back.
+    let mut spliced = clean[..offset_of(20) + 7].to_vec();
+    spliced.extend_from_slice(&clean[offset_of(22) + 3..]);
+    let (out, errors) = read_resync(&spliced);
+    assert_eq!(&out[..20], &records[..20]);
+    assert_eq!(&out[20..], &records[23..]);
+    assert!(!errors.is_empty());
+
+    // Garbage inserted between records.
+    let mut inserted = clean[..offset_of(5)].to_vec();
+    inserted.extend_from_slice(&[0xAB; 37]);
+    inserted.extend_from_slice(&clean[offset_of(5)..]);
+    let (out, errors) = read_resync(&inserted);
+    assert_eq!(out, records);
+    assert_eq!(errors.len(), 1);
+
+    // A torn tail: the records before it, then one error reaching the end.
+    let (out, errors) = read_resync(&clean[..clean.len() - 5]);
+    assert_eq!(out.len(), 49);
+    assert_eq!(errors.len(), 1);
+}

@@ -53,6 +53,7 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
         kwargs.set_item("offset", err.offset)?;
         kwargs.set_item("record_index", err.record_index)?;
         kwargs.set_item("key", err.key.as_deref())?;
+        kwargs.set_item("lost", err.lost.as_deref().copied())?;
         let instance = cls.call((err.message.as_str(),), Some(&kwargs))?;
         Ok(PyErr::from_value(instance))
     };

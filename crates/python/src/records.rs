@@ -27,17 +27,19 @@ pub struct RecordReader {
 #[pymethods]
 impl RecordReader {
     #[new]
-    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None))]
+    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false))]
     fn new(
         py: Python<'_>,
         paths: Vec<String>,
         compression: Option<&str>,
         verify: bool,
         max_record_bytes: Option<u64>,
+        resync: bool,
     ) -> PyResult<Self> {
         let mut opts = ReadOptions {
             compression: compression_arg(py, compression)?,
             verify,
+            resync,
             ..ReadOptions::default()
         };
         if let Some(m) = max_record_bytes {
