@@ -26,9 +26,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
 import tfrecordkit as tfr
+from tfrecordkit._demo import sample_columns as seed_columns
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED_STRINGS = np.array([b"cat", b"dog", b"chicken", b"horse", b"goat"])
 
 
 @dataclass
@@ -57,17 +57,6 @@ def best_of(fn: Callable[[], int], repeat: int) -> tuple[float, int]:
 
 
 # ----------------------------------------------------------------------------- data
-
-
-def seed_columns(n: int, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    f1 = rng.integers(0, 5, n)
-    return {
-        "feature0": rng.choice([False, True], n),
-        "feature1": f1,
-        "feature2": SEED_STRINGS[f1],
-        "feature3": rng.standard_normal(n),
-    }
 
 
 def write_raw(path: Path, n: int, size: int, seed: int = 1) -> None:
