@@ -25,6 +25,7 @@ from .example import (
     encode_examples,
     encode_sequence_example,
 )
+from .index import RecordIndex, build_index
 from .records import (
     RecordWriter,
     count,
@@ -55,6 +56,7 @@ __all__ = [
     "FixedLenSequence",
     "Manifest",
     "Ragged",
+    "RecordIndex",
     "RecordWriter",
     "Schema",
     "SchemaError",
@@ -63,6 +65,7 @@ __all__ = [
     "TruncatedRecordError",
     "VarLen",
     "__version__",
+    "build_index",
     "count",
     "decode_example",
     "decode_sequence_example",

@@ -14,10 +14,13 @@ __all__ = [
     "decode_sequence_example",
     "encode_columns",
     "framed_row_sizes",
+    "index_records",
     "encode_example",
     "encode_sequence_example",
     "masked_crc32c",
     "parse_examples",
+    "read_member",
+    "read_record_at",
     "__version__",
 ]
 __version__: str
@@ -33,6 +36,9 @@ def encode_columns(names: list[str], columns: list[Any], n_rows: int) -> list[by
 def framed_row_sizes(names: list[str], columns: list[Any], n_rows: int) -> np.ndarray: ...
 def count_records(path: str, compression: str | None = "auto") -> int: ...
 def masked_crc32c(data: bytes) -> int: ...
+def read_record_at(path: str, offset: int, length: int, verify: bool = True) -> bytes: ...
+def read_member(path: str, offset: int, length: int, verify: bool = True) -> list[bytes]: ...
+def index_records(path: str) -> list[tuple[int, int]]: ...
 
 @final
 class CompiledSchema:
@@ -64,6 +70,7 @@ class RecordWriter:
         level: int | None = None,
         atomic: bool = True,
         index: bool = False,
+        member_bytes: int | None = None,
     ) -> RecordWriter: ...
     def write(self, data: bytes) -> None: ...
     def write_many(self, records: Iterable[bytes]) -> int: ...

@@ -41,8 +41,7 @@ def run(directory: str, n: int, echo: Callable[[str], None]) -> int:
     os.makedirs(directory, exist_ok=True)
     cols = sample_columns(n)
     rows = [
-        {k: cols[k][i] for k in ("feature0", "feature1", "feature2", "feature3")}
-        for i in range(n)
+        {k: cols[k][i] for k in ("feature0", "feature1", "feature2", "feature3")} for i in range(n)
     ]
     failures = 0
     for name, compression in (("sample.tfrecord", None), ("sample.tfrecord.gz", "gzip")):

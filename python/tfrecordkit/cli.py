@@ -148,6 +148,30 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
 
 
 @main.command()
+@click.argument("paths", nargs=-1, required=True)
+def index(paths: tuple[str, ...]) -> None:
+    """Write a FILE.idx sidecar (offset length per record) for each uncompressed file."""
+    from .index import build_index
+    from .records import expand_paths
+
+    failed = False
+    try:
+        files = expand_paths(list(paths))
+    except OSError as err:
+        _fail(str(err))
+    for f in files:
+        try:
+            target = build_index(f)
+        except (OSError, TFRecordError) as err:
+            click.echo(f"error: {f}: {err}", err=True)
+            failed = True
+            continue
+        click.echo(f"indexed {f} -> {target}")
+    if failed:
+        sys.exit(1)
+
+
+@main.command()
 @click.argument("src")
 @click.option("-o", "--output", required=True, help="Where to write the repaired file.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from .example import decode_example, encode_example
+from .records import SEEKABLE_MEMBER_BYTES
 from .schema import FixedLen, Schema, Spec, VarLen
 
 __all__ = ["Manifest", "ShardInfo", "parse_size", "shard_name", "write_dataset"]
@@ -149,7 +150,7 @@ def _existing(prefix: str) -> list[str]:
         glob.escape(prefix) + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord*"
     )
     found = [p for p in glob.glob(pattern) if SHARD_RE.match(os.path.basename(p))]
-    found += [p + ".idx" for p in found if os.path.exists(p + ".idx")]
+    found += [p + s for p in found for s in (".idx", ".gzi") if os.path.exists(p + s)]
     if os.path.exists(manifest_path(prefix)):
         found.append(manifest_path(prefix))
     return sorted(found)
@@ -201,10 +202,13 @@ class _Progress:
 class _Shards:
     """Open shard writers under temporary names; all renamed together or all removed."""
 
-    def __init__(self, prefix: str, compression: str | None, index: bool) -> None:
+    def __init__(
+        self, prefix: str, compression: str | None, index: bool, member_bytes: int | None
+    ) -> None:
         self.prefix = prefix
         self.compression = compression
         self.index = index
+        self.member_bytes = member_bytes
         self.done: list[dict[str, Any]] = []
         self.open: list[Any] = []
 
@@ -217,6 +221,7 @@ class _Shards:
             None,
             True,
             self.index,
+            self.member_bytes,
         )
         self.open.append(w)
         return w
@@ -240,7 +245,7 @@ class _Shards:
         for i, info in enumerate(infos):
             final = shard_name(self.prefix, i, n, self.compression)
             if info["index"]:
-                os.replace(info["index"], final + ".idx")
+                os.replace(info["index"], final + (".idx" if self.compression is None else ".gzi"))
             os.replace(info["data"], final)
             shards.append(
                 ShardInfo(
@@ -305,6 +310,7 @@ def write_dataset(
     index: bool = True,
     overwrite: bool = False,
     progress: bool = True,
+    seekable: bool = False,
 ) -> Manifest:
     """Writes ``data`` as TFRecord shards ``{prefix}-SSSSS-of-NNNNN.tfrecord`` and a manifest.
 
@@ -322,8 +328,10 @@ def write_dataset(
     Every shard is written under a temporary name and renamed only when all are complete
     and synced; any error (disk full, Ctrl-C) removes the temporaries and leaves no final
     file. An existing dataset at ``prefix`` is refused unless ``overwrite=True``.
-    ``index=True`` writes ``.idx`` sidecars (uncompressed shards only). Returns the
-    :class:`Manifest`, also saved as ``{prefix}.manifest.json``.
+    ``index=True`` writes ``.idx`` sidecars for uncompressed shards; with
+    ``compression="gzip", seekable=True`` shards are written as gzip members of whole records
+    (ordinary GZIP to TensorFlow) indexed by ``.gzi`` sidecars, for random access. Returns
+    the :class:`Manifest`, also saved as ``{prefix}.manifest.json``.
 
     >>> columns = {"x": np.arange(1000)}
     >>> manifest = write_dataset(columns, "out/train", num_shards=4)  # doctest: +SKIP
@@ -343,8 +351,11 @@ def write_dataset(
             "a dataset already exists here; pass overwrite=True to replace it",
             previous[0],
         )
-    index = bool(index) and compression is None
-    shards = _Shards(prefix, compression, index)
+    if seekable and compression != "gzip":
+        raise ValueError('seekable=True needs compression="gzip"')
+    index = bool(index) and (compression is None or seekable)
+    member_bytes = SEEKABLE_MEMBER_BYTES if seekable else None
+    shards = _Shards(prefix, compression, index, member_bytes)
     try:
         if _is_table(data):
             infos, out_schema = _write_table(
@@ -369,7 +380,7 @@ def write_dataset(
     _write_json_atomically(manifest.path, manifest.to_dict())
     keep = {os.path.abspath(p) for p in manifest.files}
     if index:
-        keep |= {p + ".idx" for p in keep}
+        keep |= {p + (".idx" if compression is None else ".gzi") for p in keep}
     keep.add(os.path.abspath(manifest.path))
     for stale in previous:
         if os.path.abspath(stale) not in keep:

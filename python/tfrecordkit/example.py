@@ -61,9 +61,7 @@ def encode_sequence_example(
     >>> [t.tolist() for t in lists["tokens"]]
     [[1, 2], [3]]
     """
-    lists = {
-        k: (list(v) if isinstance(v, np.ndarray) else v) for k, v in feature_lists.items()
-    }
+    lists = {k: (list(v) if isinstance(v, np.ndarray) else v) for k, v in feature_lists.items()}
     return _core.encode_sequence_example(context, lists)
 
 

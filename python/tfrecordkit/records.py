@@ -27,13 +27,15 @@ Paths = PathLike | Sequence[PathLike]
 OnError = Literal["raise", "skip", "warn"] | Callable[[DataLossError], Any]
 
 _GLOB_CHARS = frozenset("*?[")
-_SIDECARS = (".idx", ".manifest.json")
+_SIDECARS = (".idx", ".gzi", ".manifest.json")
+# Uncompressed bytes per gzip member in seekable gzip files.
+SEEKABLE_MEMBER_BYTES = 1 << 20
 
 
 def expand_paths(paths: Paths) -> list[str]:
     """Turns a path, a glob pattern, or a list of either into a list of existing files.
 
-    Globs expand in sorted order, leaving out ``.idx`` sidecars and dataset manifests. A
+    Globs expand in sorted order, leaving out index sidecars and dataset manifests. A
     path or pattern that matches nothing raises ``FileNotFoundError``.
     """
     if isinstance(paths, (str, os.PathLike)):
@@ -210,25 +212,28 @@ def _known_count(path: str, manifests: dict[str, Any]) -> int | None:
             for shard in manifest.shards:
                 if shard.file == name and shard.bytes == size:
                     return shard.records
-    return _index_count(path + ".idx", size)
+    known = _index_count(path + ".idx", size, 2)
+    return known if known is not None else _index_count(path + ".gzi", size, 4)
 
 
-def _index_count(index: str, size: int) -> int | None:
-    """Records listed by an ``offset length`` sidecar that ends exactly at ``size``."""
+def _index_count(index: str, size: int, columns: int) -> int | None:
+    """Records listed by an index sidecar whose entries end exactly at ``size``: ``offset
+    length`` per record (``.idx``), or ``offset length first records`` per gzip member
+    (``.gzi``)."""
     try:
         with open(index, "rb") as f:
-            lines = f.read().split()
-    except OSError:
+            fields = f.read().split()
+        table = [int(x) for x in fields]
+    except (OSError, ValueError):
         return None
-    if len(lines) % 2:
+    if len(table) % columns:
         return None
-    if not lines:
+    if not table:
         return 0 if size == 0 else None
-    try:
-        end = int(lines[-2]) + int(lines[-1])
-    except ValueError:
+    last = table[-columns:]
+    if last[0] + last[1] != size:
         return None
-    return len(lines) // 2 if end == size else None
+    return len(table) // 2 if columns == 2 else sum(table[3::4])
 
 
 class RecordWriter:
@@ -243,6 +248,9 @@ class RecordWriter:
     ``flush()`` pushes buffered records through the compressor to the operating system.
     ``index=True`` also writes ``{path}.idx`` (one ``offset length`` line per record, the
     format DALI and the ``tfrecord`` package read), for uncompressed files.
+    ``seekable=True`` (gzip only) writes the stream as gzip members of about 1 MiB of
+    records each, which TensorFlow reads as ordinary GZIP; with ``index=True`` their
+    offsets go to ``{path}.gzi`` so that :class:`tfrecordkit.RecordIndex` can seek.
 
     >>> with RecordWriter("out.tfrecord") as w:  # doctest: +SKIP
     ...     w.write(encode_example({"label": 1}))
@@ -256,9 +264,11 @@ class RecordWriter:
         level: int | None = None,
         atomic: bool = True,
         index: bool = False,
+        seekable: bool = False,
     ) -> None:
         self.path = os.fspath(path)
-        self._w = _core.RecordWriter(self.path, compression, level, atomic, index)
+        members = SEEKABLE_MEMBER_BYTES if seekable else None
+        self._w = _core.RecordWriter(self.path, compression, level, atomic, index, members)
 
     def write(self, record: bytes) -> None:
         """Writes one record (any bytes-like object)."""

@@ -148,9 +148,7 @@ def _from_tf_spec(spec: Any) -> Spec:
         return VarLen(spec.dtype)
     if name == "FixedLenSequenceFeature":
         return FixedLenSequence(spec.shape, spec.dtype, spec.allow_missing, spec.default_value)
-    raise TypeError(
-        f"a schema maps names to FixedLen, VarLen or FixedLenSequence, not {name}"
-    )
+    raise TypeError(f"a schema maps names to FixedLen, VarLen or FixedLenSequence, not {name}")
 
 
 def _spec_to_dict(spec: Spec) -> dict[str, Any]:

@@ -55,3 +55,14 @@ def test_tensorflow_parses_tables_written_from_columns(tmp_path, compression):
     example = tf.train.Example.FromString(first)
     assert set(example.features.feature) == set(cols)
     assert example.features.feature["text"].bytes_list.value == [cols["text"][0].encode()]
+
+
+def test_tensorflow_reads_seekable_gzip_as_ordinary_gzip(tmp_path):
+    records = [b"%06d" % i * (i % 40 + 1) for i in range(30_000)]
+    path = str(tmp_path / "seekable.tfrecord.gz")
+    with tfr.RecordWriter(path, "gzip", seekable=True, index=True) as w:
+        w.write_many(records)
+    members = (tmp_path / "seekable.tfrecord.gz.gzi").read_text().splitlines()
+    assert len(members) > 2
+    got = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type="GZIP")]
+    assert got == records

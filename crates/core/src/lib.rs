@@ -19,5 +19,8 @@ pub use example::{
     FeatureLists, Features,
 };
 pub use parse::{parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind};
-pub use reader::{count_records, MultiFileReader, ReadOptions, RecordBatch, RecordReader};
+pub use reader::{
+    count_records, index_records, read_member, read_record_at, MultiFileReader, ReadOptions,
+    RecordBatch, RecordReader,
+};
 pub use writer::{frame_record, index_path, Finished, RecordWriter, WriteOptions};

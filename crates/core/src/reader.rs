@@ -608,3 +608,89 @@ pub fn count_records(path: &str, compression: Option<Compression>) -> Result<u64
     }
     Ok(n)
 }
+
+fn located_at(err: Error, path: &str, offset: u64) -> Error {
+    let mut err = err;
+    err.offset = Some(offset + err.offset.unwrap_or(0));
+    err.with_path(path)
+}
+
+/// Reads `len` bytes at `offset` of `path`, refusing a range past the end of the file
+/// (a damaged or stale index) without allocating it.
+fn read_range(path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
+    let size = file.metadata().map_err(|e| Error::io(e, Some(path)))?.len();
+    if offset.checked_add(len).is_none_or(|end| end > size) {
+        return Err(Error::data_loss(format!(
+            "the index points at bytes {offset}..{} but the file holds {size}",
+            offset.saturating_add(len)
+        ))
+        .with_path(path)
+        .with_offset(offset));
+    }
+    let mut buf = vec![0; len as usize];
+    file.seek(SeekFrom::Start(offset))
+        .and_then(|_| file.read_exact(&mut buf))
+        .map_err(|e| Error::io(e, Some(path)))?;
+    Ok(buf)
+}
+
+/// Reads the one record framed in `framed_len` bytes at `offset` of an uncompressed file
+/// (an `.idx` entry), checking its checksums.
+pub fn read_record_at(path: &str, offset: u64, framed_len: u64, verify: bool) -> Result<Vec<u8>> {
+    let buf = read_range(path, offset, framed_len)?;
+    let opts = ReadOptions {
+        compression: Some(Compression::None),
+        verify,
+        ..ReadOptions::default()
+    };
+    let mut reader = RecordReader::new(&buf[..], Compression::None, path, &opts);
+    match reader.next_record() {
+        Ok(Some(r)) if r.len() as u64 + 16 == framed_len => Ok(r.to_vec()),
+        Ok(_) => Err(Error::data_loss(format!(
+            "the index entry ({framed_len} bytes) does not frame one record"
+        ))
+        .with_path(path)
+        .with_offset(offset)),
+        Err(e) => Err(located_at(e, path, offset)),
+    }
+}
+
+/// Reads every record of the gzip member of `len` compressed bytes at `offset` (a `.gzi`
+/// entry of a seekable gzip file).
+pub fn read_member(path: &str, offset: u64, len: u64, verify: bool) -> Result<Vec<Vec<u8>>> {
+    let buf = read_range(path, offset, len)?;
+    let opts = ReadOptions {
+        compression: Some(Compression::Gzip),
+        verify,
+        ..ReadOptions::default()
+    };
+    let mut reader = RecordReader::new(&buf[..], Compression::Gzip, path, &opts);
+    let mut out = Vec::new();
+    loop {
+        match reader.next_record() {
+            Ok(Some(r)) => out.push(r.to_vec()),
+            Ok(None) => return Ok(out),
+            Err(e) => return Err(e.with_path(path)),
+        }
+    }
+}
+
+/// The `(offset, framed length)` of every record of an uncompressed file, checksums
+/// checked: the content of its `.idx` sidecar.
+pub fn index_records(path: &str) -> Result<Vec<(u64, u64)>> {
+    let opts = ReadOptions {
+        compression: Some(Compression::None),
+        ..ReadOptions::default()
+    };
+    let mut reader = FileRecordReader::open(path, &opts)?;
+    let mut out = Vec::new();
+    loop {
+        let at = reader.offset();
+        match reader.next_record()? {
+            Some(r) => out.push((at, r.len() as u64 + 16)),
+            None => return Ok(out),
+        }
+    }
+}

@@ -78,9 +78,15 @@ pub struct WriteOptions {
     pub level: Option<u32>,
     /// Write under a hidden temporary name, renamed on close.
     pub atomic: bool,
-    /// Also write a `{path}.idx` sidecar: one `offset length` line per record (uncompressed
-    /// files only), the format DALI and the `tfrecord` package read.
+    /// Also write an index sidecar: for an uncompressed file `{path}.idx`, one
+    /// `offset length` line per record (the format DALI and the `tfrecord` package read);
+    /// for seekable gzip `{path}.gzi`, one line per member (see `member_bytes`).
     pub index: bool,
+    /// Seekable gzip: start a new gzip member once this many uncompressed bytes went into
+    /// the current one, so that every member holds whole records. TensorFlow reads the file
+    /// as ordinary GZIP; with `index`, `{path}.gzi` lists `offset length first_record
+    /// records` per member, for random access.
+    pub member_bytes: Option<u64>,
 }
 
 /// What a finished file holds.
@@ -102,6 +108,14 @@ struct IndexSidecar {
     path: PathBuf,
 }
 
+/// The gzip member being written (seekable gzip).
+#[derive(Debug, Clone, Copy, Default)]
+struct Member {
+    compressed_start: u64,
+    uncompressed_start: u64,
+    first_record: u64,
+}
+
 /// Writes records to `path`.
 ///
 /// With `atomic` (the default in Python) the data goes to a hidden temporary file in the
@@ -118,6 +132,9 @@ pub struct RecordWriter {
     position: u64,
     index: Option<IndexSidecar>,
     finished: Option<Finished>,
+    level: flate2::Compression,
+    member_bytes: Option<u64>,
+    member: Member,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -131,10 +148,14 @@ fn temp_name(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(format!(".{name}{suffix}.tmp-{}-{n}", std::process::id()))
 }
 
-/// The index sidecar's name for a data file.
-pub fn index_path(path: &Path) -> PathBuf {
+/// The index sidecar's name for a data file: `.idx` (per record), or `.gzi` (per member of
+/// a seekable gzip file).
+pub fn index_path(path: &Path, compression: Compression) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push(".idx");
+    name.push(match compression {
+        Compression::None => ".idx",
+        _ => ".gzi",
+    });
     PathBuf::from(name)
 }
 
@@ -165,6 +186,7 @@ impl RecordWriter {
                 level,
                 atomic,
                 index: false,
+                member_bytes: None,
             },
         )
     }
@@ -180,10 +202,12 @@ impl RecordWriter {
                 "a compression level needs compression=\"gzip\" or \"zlib\"",
             ));
         }
-        if opts.index && compression != Compression::None {
+        if opts.member_bytes.is_some() && compression != Compression::Gzip {
+            return Err(Error::invalid("seekable members need compression=\"gzip\""));
+        }
+        if opts.index && compression != Compression::None && opts.member_bytes.is_none() {
             return Err(Error::invalid(
-                "an index sidecar holds offsets into an uncompressed file; \
-                 write it without compression",
+                "an index needs an uncompressed file or seekable gzip members",
             ));
         }
         let level = match opts.level {
@@ -202,7 +226,7 @@ impl RecordWriter {
         };
         let file = open_new(&target, opts.atomic).map_err(|e| Error::io(e, Some(path)))?;
         let index = if opts.index {
-            let idx_final = index_path(&final_path);
+            let idx_final = index_path(&final_path, compression);
             let idx_target = if opts.atomic {
                 temp_name(&final_path, ".idx")
             } else {
@@ -245,6 +269,9 @@ impl RecordWriter {
             position: 0,
             index,
             finished: None,
+            level,
+            member_bytes: opts.member_bytes,
+            member: Member::default(),
         })
     }
 
@@ -287,9 +314,11 @@ impl RecordWriter {
 
     fn note_record(&mut self, len: u64) -> Result<()> {
         let framed = len + 16;
-        if let Some(idx) = self.index.as_mut() {
-            if let Err(e) = writeln!(idx.out, "{} {}", self.position, framed) {
-                return Err(self.io_err(e));
+        if self.member_bytes.is_none() {
+            if let Some(idx) = self.index.as_mut() {
+                if let Err(e) = writeln!(idx.out, "{} {}", self.position, framed) {
+                    return Err(self.io_err(e));
+                }
             }
         }
         self.position += framed;
@@ -297,8 +326,54 @@ impl RecordWriter {
         Ok(())
     }
 
+    /// Seekable gzip: ends the current member, if full, so that the next record starts a
+    /// new one.
+    fn next_member_if_full(&mut self) -> Result<()> {
+        let Some(limit) = self.member_bytes else {
+            return Ok(());
+        };
+        if self.position - self.member.uncompressed_start < limit {
+            return Ok(());
+        }
+        let Some(Sink::Gzip(encoder)) = self.sink.take() else {
+            return Err(Error::invalid("the writer is closed"));
+        };
+        let buffered = match encoder.finish() {
+            Ok(b) => b,
+            Err(e) => return Err(self.io_err(e)),
+        };
+        let end = buffered.get_ref().bytes + buffered.buffer().len() as u64;
+        self.sink = Some(Sink::Gzip(GzEncoder::new(buffered, self.level)));
+        self.end_member(end)
+    }
+
+    /// Notes the member that ends at compressed offset `end` in the index; starts the next.
+    fn end_member(&mut self, end: u64) -> Result<()> {
+        let m = self.member;
+        if let Some(idx) = self.index.as_mut() {
+            let line = writeln!(
+                idx.out,
+                "{} {} {} {}",
+                m.compressed_start,
+                end - m.compressed_start,
+                m.first_record,
+                self.records - m.first_record
+            );
+            if let Err(e) = line {
+                return Err(self.io_err(e));
+            }
+        }
+        self.member = Member {
+            compressed_start: end,
+            uncompressed_start: self.position,
+            first_record: self.records,
+        };
+        Ok(())
+    }
+
     /// Writes one record.
     pub fn write(&mut self, data: &[u8]) -> Result<()> {
+        self.next_member_if_full()?;
         let len = (data.len() as u64).to_le_bytes();
         let mut header = [0u8; 12];
         header[..8].copy_from_slice(&len);
@@ -315,6 +390,19 @@ impl RecordWriter {
 
     /// Writes bytes that hold whole framed records (as [`frame_record`] makes them).
     pub fn write_framed(&mut self, framed: &[u8]) -> Result<()> {
+        if self.member_bytes.is_some() {
+            // Record by record, so that members end between records.
+            let mut at = 0;
+            while at + 8 <= framed.len() {
+                let len = u64::from_le_bytes(framed[at..at + 8].try_into().unwrap()) as usize;
+                self.next_member_if_full()?;
+                let res = self.sink()?.write_all(&framed[at..at + 16 + len]);
+                res.map_err(|e| self.io_err(e))?;
+                self.note_record(len as u64)?;
+                at += 16 + len;
+            }
+            return Ok(());
+        }
         let res = self.sink()?.write_all(framed);
         res.map_err(|e| self.io_err(e))?;
         let mut at = 0;
@@ -351,6 +439,13 @@ impl RecordWriter {
             c.file.sync_all()?;
             Ok((c.bytes, c.crc))
         });
+        if let (Ok((bytes, _)), Some(_)) = (&done, self.member_bytes) {
+            if let Err(e) = self.end_member(*bytes) {
+                let idx = self.index.take().map(|i| i.path);
+                self.remove_temps(idx);
+                return Err(e);
+            }
+        }
         let index = self.index.take().map(|idx| {
             let synced = idx
                 .out
@@ -395,7 +490,7 @@ impl RecordWriter {
             return Ok(());
         };
         if let Some(idx) = &finished.index {
-            if let Err(e) = fs::rename(idx, index_path(&self.path)) {
+            if let Err(e) = fs::rename(idx, index_path(&self.path, self.compression)) {
                 self.remove_temps(Some(idx.clone()));
                 let _ = fs::remove_file(&temp);
                 return Err(self.io_err(e));
@@ -407,7 +502,10 @@ impl RecordWriter {
         }
         if let Some(f) = self.finished.as_mut() {
             f.data = self.path.clone();
-            f.index = f.index.as_ref().map(|_| index_path(&self.path));
+            f.index = f
+                .index
+                .as_ref()
+                .map(|_| index_path(&self.path, self.compression));
         }
         Ok(())
     }

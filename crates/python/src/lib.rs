@@ -88,6 +88,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::encode_columns, m)?)?;
     m.add_function(wrap_pyfunction!(table::framed_row_sizes, m)?)?;
     m.add_function(wrap_pyfunction!(records::masked_crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(records::read_record_at, m)?)?;
+    m.add_function(wrap_pyfunction!(records::read_member, m)?)?;
+    m.add_function(wrap_pyfunction!(records::index_records, m)?)?;
     m.add_class::<parse::CompiledSchema>()?;
     m.add_class::<records::RecordReader>()?;
     m.add_class::<records::RecordWriter>()?;

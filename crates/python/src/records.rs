@@ -105,7 +105,8 @@ pub struct RecordWriter {
 #[pymethods]
 impl RecordWriter {
     #[new]
-    #[pyo3(signature = (path, compression=None, level=None, atomic=true, index=false))]
+    #[pyo3(signature = (path, compression=None, level=None, atomic=true, index=false, member_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: &str,
@@ -113,6 +114,7 @@ impl RecordWriter {
         level: Option<i64>,
         atomic: bool,
         index: bool,
+        member_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let level = match level {
             None => None,
@@ -132,6 +134,7 @@ impl RecordWriter {
             level,
             atomic,
             index,
+            member_bytes,
         };
         let inner = tfrecordkit_core::RecordWriter::with_options(path, opts).py_err(py)?;
         Ok(RecordWriter { inner })
@@ -253,6 +256,45 @@ fn finished_dict<'py>(py: Python<'py>, f: &Finished) -> PyResult<Bound<'py, PyDi
 pub fn count_records(py: Python<'_>, path: &str, compression: Option<&str>) -> PyResult<u64> {
     let compression = compression_arg(py, compression)?;
     py.detach(|| tfrecordkit_core::count_records(path, compression))
+        .py_err(py)
+}
+
+/// The record framed in `length` bytes at `offset` of an uncompressed file.
+#[pyfunction]
+#[pyo3(signature = (path, offset, length, verify=true))]
+pub fn read_record_at<'py>(
+    py: Python<'py>,
+    path: &str,
+    offset: u64,
+    length: u64,
+    verify: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let data = py
+        .detach(|| tfrecordkit_core::read_record_at(path, offset, length, verify))
+        .py_err(py)?;
+    Ok(PyBytes::new(py, &data))
+}
+
+/// Every record of the gzip member of `length` compressed bytes at `offset`.
+#[pyfunction]
+#[pyo3(signature = (path, offset, length, verify=true))]
+pub fn read_member<'py>(
+    py: Python<'py>,
+    path: &str,
+    offset: u64,
+    length: u64,
+    verify: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let records = py
+        .detach(|| tfrecordkit_core::read_member(path, offset, length, verify))
+        .py_err(py)?;
+    PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+}
+
+/// `(offset, framed length)` of every record of an uncompressed file, checksums checked.
+#[pyfunction]
+pub fn index_records(py: Python<'_>, path: &str) -> PyResult<Vec<(u64, u64)>> {
+    py.detach(|| tfrecordkit_core::index_records(path))
         .py_err(py)
 }
 

@@ -1,0 +1,126 @@
+"""Random access to records through index sidecars.
+
+An uncompressed file's ``{file}.idx`` lists ``offset length`` per record (the format DALI
+and the ``tfrecord`` package use); a seekable gzip file's ``{file}.gzi`` lists ``offset
+length first_record records`` per gzip member, each member holding whole records.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import overload
+
+import numpy as np
+
+from . import _core
+from .errors import DataLossError
+
+__all__ = ["RecordIndex", "build_index"]
+
+
+def _load(path: str, columns: int) -> np.ndarray:
+    with open(path, "rb") as f:
+        fields = f.read().split()
+    if len(fields) % columns:
+        raise DataLossError(f"index has a partial line ({len(fields)} fields)", path=path)
+    try:
+        table = np.array(fields, dtype=np.int64).reshape(-1, columns)
+    except ValueError:
+        raise DataLossError("index holds something other than numbers", path=path) from None
+    if (table < 0).any():
+        raise DataLossError("index holds negative numbers", path=path)
+    return table
+
+
+class RecordIndex(Sequence[bytes]):
+    """The records of one file, by position, through its ``.idx`` or ``.gzi`` sidecar.
+
+    >>> index = RecordIndex("train-00000-of-00008.tfrecord")  # doctest: +SKIP
+    >>> len(index), index[41] == list(read_records(index.path))[41]  # doctest: +SKIP
+    (2500, True)
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
+        self.path = os.fspath(path)
+        self.verify = verify
+        size = os.path.getsize(self.path)
+        self._member: tuple[int, list[bytes]] | None = None
+        if os.path.exists(self.path + ".idx"):
+            self._records = _load(self.path + ".idx", 2)
+            self._members = None
+            end = int(self._records[-1].sum()) if len(self._records) else 0
+            self._length = len(self._records)
+        elif os.path.exists(self.path + ".gzi"):
+            self._records = None
+            self._members = _load(self.path + ".gzi", 4)
+            end = int(self._members[-1, :2].sum()) if len(self._members) else 0
+            self._length = int(self._members[:, 3].sum())
+            self._firsts = self._members[:, 2]
+        else:
+            raise FileNotFoundError(
+                2, "no .idx or .gzi index beside the file (build one with build_index)", self.path
+            )
+        if end != size:
+            raise DataLossError(
+                f"the index describes {end} bytes but the file holds {size}; rebuild it",
+                path=self.path,
+            )
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return self.read_many(range(*i.indices(len(self))))
+        n = len(self)
+        k = int(i) + n if int(i) < 0 else int(i)
+        if not 0 <= k < n:
+            raise IndexError(f"record {i} out of range for {n} records")
+        if self._records is not None:
+            offset, length = self._records[k]
+            return _core.read_record_at(self.path, int(offset), int(length), self.verify)
+        m = int(np.searchsorted(self._firsts, k, side="right")) - 1
+        return self._member_records(m)[k - int(self._firsts[m])]
+
+    def _member_records(self, m: int) -> list[bytes]:
+        if self._member is None or self._member[0] != m:
+            offset, length, _, count = (int(x) for x in self._members[m])
+            records = _core.read_member(self.path, offset, length, self.verify)
+            if len(records) != count:
+                raise DataLossError(
+                    f"gzip member {m} holds {len(records)} records; the index says {count}",
+                    path=self.path,
+                    offset=offset,
+                )
+            self._member = (m, records)
+        return self._member[1]
+
+    def read_many(self, indices: Iterable[int]) -> list[bytes]:
+        """The records at ``indices``, in that order."""
+        return [self[i] for i in indices]
+
+
+def build_index(path: str | os.PathLike[str]) -> str:
+    """Writes ``{path}.idx`` for an uncompressed TFRecord file (checking every record);
+    returns the sidecar's path. Compressed files are indexed when written
+    (``RecordWriter(..., "gzip", seekable=True, index=True)``)."""
+    path = os.fspath(path)
+    entries = _core.index_records(path)
+    target = path + ".idx"
+    temp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp-{os.getpid()}")
+    try:
+        with open(temp, "w") as f:
+            f.writelines(f"{offset} {length}\n" for offset, length in entries)
+        os.replace(temp, target)
+    except BaseException:
+        if os.path.exists(temp):
+            os.remove(temp)
+        raise
+    return target
