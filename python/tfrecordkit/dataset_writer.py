@@ -297,6 +297,59 @@ def _schema_from_rows(seen: dict[str, Any], n_rows: int) -> Schema | None:
     return Schema(specs)
 
 
+def _remote(prefix: str) -> tuple[Any, str] | None:
+    """The fsspec filesystem and path of a URL prefix (``s3://``, ``gs://``, ``memory://``...);
+    ``None`` for local paths."""
+    if "://" not in prefix or prefix.startswith("file://"):
+        return None
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(
+            "writing to URLs needs fsspec: pip install 'tfrecordkit[remote]'"
+        ) from None
+    fs, path = fsspec.core.url_to_fs(prefix)
+    return fs, path
+
+
+def _write_remote(
+    fs: Any, url_prefix: str, path: str, data: Any, kwargs: dict[str, Any]
+) -> Manifest:
+    """Writes the dataset locally, then uploads the shards and, last, the manifest.
+
+    Object stores have no atomic rename, so the guarantee is weaker than on a local disk: a
+    dataset is complete once its manifest exists; a failed or killed upload can leave
+    shards without a manifest, which the next ``overwrite=True`` write replaces.
+    """
+    import tempfile
+
+    protocol = url_prefix[: url_prefix.index("://") + 3]
+    stem = os.path.basename(path)
+    pattern = f"{path}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord*"
+    previous = sorted(fs.glob(pattern)) + [p for p in (manifest_path(path),) if fs.exists(p)]
+    if previous and not kwargs["overwrite"]:
+        raise FileExistsError(
+            errno.EEXIST,
+            "a dataset already exists here; pass overwrite=True to replace it",
+            protocol + previous[0],
+        )
+    with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
+        manifest = write_dataset(data, os.path.join(local, stem), **kwargs)
+        names = [s.file for s in manifest.shards]
+        sidecars = [n + ext for n in names for ext in (".idx", ".gzi")]
+        uploads = [n for n in names + sidecars if os.path.exists(os.path.join(local, n))]
+        directory = os.path.dirname(path)
+        for name in uploads:
+            fs.put_file(os.path.join(local, name), f"{directory}/{name}")
+        fs.put_file(manifest.path, manifest_path(path))
+    uploaded = {f"{directory}/{n}" for n in uploads} | {manifest_path(path)}
+    for stale in previous:
+        if stale not in uploaded:
+            fs.rm_file(stale)
+    manifest.path = protocol + manifest_path(path)
+    return manifest
+
+
 def write_dataset(
     data: Any,
     prefix: str | os.PathLike[str],
@@ -327,7 +380,10 @@ def write_dataset(
 
     Every shard is written under a temporary name and renamed only when all are complete
     and synced; any error (disk full, Ctrl-C) removes the temporaries and leaves no final
-    file. An existing dataset at ``prefix`` is refused unless ``overwrite=True``.
+    file. An existing dataset at ``prefix`` is refused unless ``overwrite=True``. A URL
+    prefix (``s3://``, ``gs://``, ``memory://``, any fsspec filesystem) is written locally
+    first and uploaded, the manifest last: there, a dataset is complete once its manifest
+    exists, since object stores cannot rename atomically.
     ``index=True`` writes ``.idx`` sidecars for uncompressed shards; with
     ``compression="gzip", seekable=True`` shards are written as gzip members of whole records
     (ordinary GZIP to TensorFlow) indexed by ``.gzi`` sidecars, for random access. Returns
@@ -342,6 +398,21 @@ def write_dataset(
     if compression not in (None, "gzip", "zlib"):
         raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
     max_bytes = parse_size(max_shard_bytes)
+    remote = _remote(prefix)
+    if remote is not None:
+        kwargs = {
+            "num_shards": num_shards,
+            "max_shard_bytes": max_bytes,
+            "hosts": hosts,
+            "compression": compression,
+            "schema": schema,
+            "workers": workers,
+            "index": index,
+            "overwrite": overwrite,
+            "progress": progress,
+            "seekable": seekable,
+        }
+        return _write_remote(remote[0], prefix, remote[1], data, kwargs)
     directory = os.path.dirname(os.path.abspath(prefix))
     os.makedirs(directory, exist_ok=True)
     previous = _existing(prefix)

@@ -1,0 +1,70 @@
+"""write_dataset to fsspec URLs (here the in-memory filesystem)."""
+
+from __future__ import annotations
+
+import uuid
+
+import fsspec
+import numpy as np
+import pytest
+import tfrecordkit as tfr
+
+
+@pytest.fixture
+def bucket():
+    fs = fsspec.filesystem("memory")
+    root = f"/t-{uuid.uuid4().hex}"
+    yield fs, root
+    if fs.exists(root):
+        fs.rm(root, recursive=True)
+
+
+def read_remote(fs, url, tmp_path):
+    local = tmp_path / url.rsplit("/", 1)[-1]
+    local.write_bytes(fs.cat_file(url.split("://", 1)[1]))
+    return list(tfr.read_records(local))
+
+
+def test_remote_dataset_is_uploaded_with_manifest_last(bucket, tmp_path):
+    fs, root = bucket
+    n = 5000
+    cols = {"i": np.arange(n), "name": [f"n{i}" for i in range(n)]}
+    m = tfr.write_dataset(cols, f"memory://{root}/ds/train", num_shards=4, progress=False)
+    names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls(f"{root}/ds", detail=False))
+    assert names == sorted(
+        [f"train-{k:05d}-of-00004.tfrecord" for k in range(4)]
+        + [f"train-{k:05d}-of-00004.tfrecord.idx" for k in range(4)]
+        + ["train.manifest.json"]
+    )
+    assert m.path == f"memory://{root}/ds/train.manifest.json"
+    assert m.records == n and len(m.files) == 4
+    records = [r for f in m.files for r in read_remote(fs, f, tmp_path)]
+    assert [tfr.decode_example(r)["i"][0] for r in records] == list(range(n))
+    for shard, f in zip(m.shards, m.files, strict=True):
+        assert fs.size(f.split("://", 1)[1]) == shard.bytes
+
+
+def test_remote_overwrite_and_refusal(bucket):
+    fs, root = bucket
+    url = f"memory://{root}/ds/x"
+    tfr.write_dataset({"i": np.arange(100)}, url, num_shards=3, progress=False)
+    with pytest.raises(FileExistsError):
+        tfr.write_dataset({"i": np.arange(10)}, url, progress=False)
+    m = tfr.write_dataset(
+        {"i": np.arange(10)}, url, num_shards=1, compression="gzip", overwrite=True, progress=False
+    )
+    left = sorted(p.rsplit("/", 1)[-1] for p in fs.ls(f"{root}/ds", detail=False))
+    assert left == ["x-00000-of-00001.tfrecord.gz", "x.manifest.json"]
+    assert m.records == 10
+
+
+def test_failed_remote_write_uploads_nothing(bucket):
+    fs, root = bucket
+
+    def rows():
+        yield {"a": 1}
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tfr.write_dataset(rows(), f"memory://{root}/ds/y", num_shards=2, progress=False)
+    assert not fs.exists(f"{root}/ds") or fs.ls(f"{root}/ds") == []
