@@ -53,6 +53,7 @@ class RecordReader:
         verify: bool = True,
         max_record_bytes: int | None = None,
         resync: bool = False,
+        follow: bool = False,
     ) -> RecordReader: ...
     def read_batch(self, max_records: int = 1024, max_bytes: int = 16777216) -> list[bytes]: ...
     def read_parsed(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob as _glob
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
@@ -67,6 +68,9 @@ def read_records(
     verify: bool = True,
     on_error: OnError = "raise",
     resync: bool = False,
+    follow: bool = False,
+    follow_timeout: float | None = None,
+    poll_interval: float = 0.25,
     max_record_bytes: int | None = None,
 ) -> Iterator[bytes]:
     """Iterates over the records of one or more TFRecord files, in order.
@@ -83,11 +87,39 @@ def read_records(
     ``resync=True`` makes every framing error skippable: the reader scans forward to the
     next record whose checksums hold and reports the bytes it skipped (``error.lost``).
 
+    ``follow=True`` reads a file that is still being written, as TensorBoard does: at the end
+    of the last file, an incomplete record is waited on rather than reported, and new
+    records are yielded as they are appended (checked every ``poll_interval`` seconds) until
+    nothing has arrived for ``follow_timeout`` seconds (forever when None).
+
     >>> for record in read_records("data/*.tfrecord"):  # doctest: +SKIP
     ...     example = decode_example(record)
     """
-    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync)
-    return chain.from_iterable(_batches(lambda: reader.read_batch(512), on_error))
+    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync, follow)
+
+    def batches() -> Iterator[list[bytes]]:
+        return _batches(lambda: reader.read_batch(512), on_error)
+
+    if follow:
+        return chain.from_iterable(_following(batches, follow_timeout, poll_interval))
+    return chain.from_iterable(batches())
+
+
+def _following(
+    batches: Callable[[], Iterator[list[bytes]]], timeout: float | None, poll: float
+) -> Iterator[list[bytes]]:
+    """Keeps asking a following reader for records, sleeping while none arrive."""
+    quiet_since = time.monotonic()
+    while True:
+        got = False
+        for batch in batches():
+            got = True
+            yield batch
+        if got:
+            quiet_since = time.monotonic()
+        elif timeout is not None and time.monotonic() - quiet_since >= timeout:
+            return
+        time.sleep(poll)
 
 
 def read_batches(
@@ -145,13 +177,14 @@ def _open(
     on_error: object,
     max_record_bytes: int | None,
     resync: bool,
+    follow: bool = False,
 ) -> _core.RecordReader:
     if on_error not in ("raise", "skip", "warn") and not callable(on_error):
         raise ValueError(
             f'on_error must be "raise", "skip", "warn" or a callable, not {on_error!r}'
         )
     files = expand_paths(paths)
-    return _core.RecordReader(files, compression, verify, max_record_bytes, resync)
+    return _core.RecordReader(files, compression, verify, max_record_bytes, resync, follow)
 
 
 T = TypeVar("T")

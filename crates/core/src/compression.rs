@@ -150,6 +150,8 @@ pub struct Inflater<R: Read> {
     /// Compressed bytes handed to the decoder so far.
     consumed: u64,
     pending: Option<io::Error>,
+    /// The file may still be growing: the end of the input is "no more yet".
+    follow: bool,
 }
 
 impl<R: Read> Inflater<R> {
@@ -165,6 +167,7 @@ impl<R: Read> Inflater<R> {
             in_member: false,
             consumed: 0,
             pending: None,
+            follow: false,
         }
     }
 
@@ -201,6 +204,11 @@ impl<R: Read> Read for Inflater<R> {
                 self.input_eof = n == 0;
             }
             if self.start == self.end && self.input_eof {
+                if self.follow {
+                    // Try the file again on the next call.
+                    self.input_eof = false;
+                    return Ok(0);
+                }
                 if self.in_member {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -254,6 +262,13 @@ impl<R: Read> Decoder<R> {
             Compression::None => Decoder::Plain(Counting::new(inner)),
             Compression::Gzip => Decoder::Inflate(Box::new(Inflater::new(inner, true))),
             Compression::Zlib => Decoder::Inflate(Box::new(Inflater::new(inner, false))),
+        }
+    }
+
+    /// Treats the end of the input as "no more yet" (the file may still be growing).
+    pub fn set_follow(&mut self, follow: bool) {
+        if let Decoder::Inflate(d) = self {
+            d.follow = follow;
         }
     }
 

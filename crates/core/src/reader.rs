@@ -33,6 +33,9 @@ pub struct ReadOptions {
     /// After damage, scan forward for the next valid record instead of giving up on the
     /// rest of the file.
     pub resync: bool,
+    /// The file may still be growing: at its end, a clean end or a torn tail means "no
+    /// record yet", not the end or damage; later calls pick up what was appended.
+    pub follow: bool,
 }
 
 impl Default for ReadOptions {
@@ -42,6 +45,7 @@ impl Default for ReadOptions {
             verify: true,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             resync: false,
+            follow: false,
         }
     }
 }
@@ -62,6 +66,7 @@ pub struct RecordReader<R: Read> {
     index: u64,
     verify: bool,
     resync: bool,
+    follow: bool,
     max_record_bytes: u64,
     total_len: Option<u64>,
     head: Vec<u8>,
@@ -91,7 +96,8 @@ impl FileRecordReader {
         } else {
             Compression::resolve(opts.compression, Path::new(path), &head)
         };
-        let total = (compression == Compression::None && meta.is_file()).then_some(meta.len());
+        let total = (compression == Compression::None && meta.is_file() && !opts.follow)
+            .then_some(meta.len());
         let source = Cursor::new(head.clone()).chain(file);
         let mut reader = RecordReader::new(source, compression, path, opts);
         reader.total_len = total;
@@ -103,8 +109,10 @@ impl FileRecordReader {
 impl<R: Read> RecordReader<R> {
     /// Reads records from any stream; `path` names it in errors.
     pub fn new(inner: R, compression: Compression, path: &str, opts: &ReadOptions) -> Self {
+        let mut src = Decoder::new(inner, compression);
+        src.set_follow(opts.follow);
         RecordReader {
-            src: Decoder::new(inner, compression),
+            src,
             path: path.to_owned(),
             buf: Vec::new(),
             start: 0,
@@ -115,6 +123,7 @@ impl<R: Read> RecordReader<R> {
             index: 0,
             verify: opts.verify,
             resync: opts.resync,
+            follow: opts.follow,
             max_record_bytes: opts.max_record_bytes,
             total_len: None,
             head: Vec::new(),
@@ -206,12 +215,19 @@ impl<R: Read> RecordReader<R> {
         if self.done {
             return Ok(None);
         }
+        if self.follow {
+            // Look again at a file that may have grown since the last call.
+            self.eof = false;
+        }
         let avail = match self.fill(HEADER_LEN) {
             Ok(n) => n,
             Err(e) => return Err(self.fail(e)),
         };
         if avail == 0 {
-            self.done = true;
+            self.done = !self.follow;
+            return Ok(None);
+        }
+        if avail < HEADER_LEN && self.follow {
             return Ok(None);
         }
         if avail < HEADER_LEN {
@@ -410,8 +426,24 @@ impl<R: Read> RecordReader<R> {
         let Some(len) = self.header()? else {
             return Ok(None);
         };
+        if !self.body_arrived(len)? {
+            return Ok(None);
+        }
         let data = self.buffered_body(len)?;
         Ok(Some(&self.buf[data]))
+    }
+
+    /// Following a growing file, whether the whole record whose header is in the buffer has
+    /// been written yet (a torn tail is waited on, left in place for the next call).
+    fn body_arrived(&mut self, len: u64) -> Result<bool> {
+        if !self.follow {
+            return Ok(true);
+        }
+        let need = HEADER_LEN + len as usize + FOOTER_LEN;
+        match self.fill(need) {
+            Ok(n) => Ok(n >= need),
+            Err(e) => Err(self.fail(e)),
+        }
     }
 
     /// Appends the next record's data to `out`; `false` at a clean end of stream.
@@ -423,7 +455,10 @@ impl<R: Read> RecordReader<R> {
         let Some(len) = self.header()? else {
             return Ok(false);
         };
-        if len < DIRECT_MIN || self.resync {
+        if !self.body_arrived(len)? {
+            return Ok(false);
+        }
+        if len < DIRECT_MIN || self.resync || self.follow {
             // Resync rescans damaged records, so it keeps them in the buffer.
             let data = self.buffered_body(len)?;
             out.extend_from_slice(&self.buf[data]);
@@ -572,6 +607,8 @@ impl MultiFileReader {
             let reader = self.current.as_mut().expect("a file is open");
             match reader.next_record_into(&mut out.data) {
                 Ok(true) => out.ends.push(out.data.len()),
+                // The last file of a followed set stays open, waiting for more.
+                Ok(false) if self.opts.follow && self.next_file == self.paths.len() => break,
                 Ok(false) => self.current = None,
                 Err(e) => {
                     if !e.resumable {

@@ -27,7 +27,7 @@ pub struct RecordReader {
 #[pymethods]
 impl RecordReader {
     #[new]
-    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false))]
+    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false, follow=false))]
     fn new(
         py: Python<'_>,
         paths: Vec<String>,
@@ -35,11 +35,13 @@ impl RecordReader {
         verify: bool,
         max_record_bytes: Option<u64>,
         resync: bool,
+        follow: bool,
     ) -> PyResult<Self> {
         let mut opts = ReadOptions {
             compression: compression_arg(py, compression)?,
             verify,
             resync,
+            follow,
             ..ReadOptions::default()
         };
         if let Some(m) = max_record_bytes {
