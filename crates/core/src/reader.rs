@@ -16,6 +16,8 @@ pub const FOOTER_LEN: usize = 4;
 pub const DEFAULT_MAX_RECORD_BYTES: u64 = 1 << 31;
 
 const CHUNK: usize = 1 << 20;
+/// The reader's buffer starts this small and doubles only while a record needs it.
+const FIRST_BUFFER: usize = 1 << 16;
 /// No record can be longer than memory can address (header and footer included).
 const MAX_ADDRESSABLE: u64 = (isize::MAX as u64) - 16;
 const HEAD_LEN: usize = 16;
@@ -164,7 +166,9 @@ impl<R: Read> RecordReader<R> {
                     self.start = 0;
                 } else {
                     // Grow by at most double what already arrived, never to the declared size.
-                    let grown = (self.buf.len() * 2).max(CHUNK).min(want.max(CHUNK));
+                    let grown = (self.buf.len() * 2)
+                        .max(FIRST_BUFFER)
+                        .min(want.max(FIRST_BUFFER));
                     self.buf.resize(grown.max(self.buf.len() + 1), 0);
                 }
                 continue;

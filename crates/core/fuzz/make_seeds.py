@@ -1,0 +1,90 @@
+"""Writes the fuzz targets' seed inputs: small files and payloads made by TensorFlow and by
+tfrecordkit. Run from the repository root with the test environment:
+
+    .venv/bin/python crates/core/fuzz/make_seeds.py
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np
+import tensorflow as tf
+import tfrecordkit as tfr
+
+SEEDS = Path(__file__).resolve().parent / "seeds"
+
+
+def tf_examples() -> list[bytes]:
+    f = tf.train.Feature
+    return [
+        tf.train.Example(
+            features=tf.train.Features(
+                feature={
+                    "a": f(int64_list=tf.train.Int64List(value=[1, -2])),
+                    "b": f(float_list=tf.train.FloatList(value=[0.5, float("nan")])),
+                    "c": f(bytes_list=tf.train.BytesList(value=[b"cat"])),
+                    "d": f(int64_list=tf.train.Int64List(value=[3, 4, 5, 6])),
+                    "e": f(bytes_list=tf.train.BytesList(value=[b"x", b""])),
+                }
+            )
+        ).SerializeToString(),
+        tf.train.Example(features=tf.train.Features(feature={"a": f()})).SerializeToString(),
+        tf.train.Example().SerializeToString(),
+    ]
+
+
+def tf_sequence_example() -> bytes:
+    s = tf.train.SequenceExample()
+    s.context.feature["id"].bytes_list.value.append(b"v1")
+    fl = s.feature_lists.feature_list["tokens"].feature
+    fl.add().int64_list.value.extend([1, 2])
+    fl.add().float_list.value.extend([0.25])
+    return s.SerializeToString()
+
+
+def tf_file(path: Path, payloads: list[bytes], compression: str = "") -> bytes:
+    options = tf.io.TFRecordOptions(compression_type=compression)
+    with tf.io.TFRecordWriter(str(path), options) as w:
+        for p in payloads:
+            w.write(p)
+    return path.read_bytes()
+
+
+def put(target: str, name: str, data: bytes) -> None:
+    d = SEEDS / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(data)
+
+
+def main() -> None:
+    tmp = SEEDS / "_tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    examples = tf_examples()
+    ours = [
+        tfr.encode_example({"a": [7, 8], "b": np.float32([1.5]), "c": "dog", "e": ["p", "q"]}),
+        *tfr.encode_examples({"a": np.arange(6).reshape(3, 2), "c": ["u", "v", "w"]}),
+    ]
+    put("records", "tf.tfrecord", tf_file(tmp / "t", examples))
+    with tfr.RecordWriter(tmp / "o") as w:
+        w.write_many(ours)
+    put("records", "ours.tfrecord", (tmp / "o").read_bytes())
+    put("compressed_records", "tf.gz", tf_file(tmp / "g", examples, "GZIP"))
+    put("compressed_records", "tf.zz", tf_file(tmp / "z", examples, "ZLIB"))
+    put("compressed_records", "ours.zz", zlib.compress((tmp / "o").read_bytes()))
+    for target in ("example_decode", "example_roundtrip"):
+        for i, e in enumerate(examples + ours):
+            put(target, f"example-{i}", e)
+        put(target, "sequence", tf_sequence_example())
+    put("schema_parse", "batch", b"\xff".join(examples[:2] + ours))
+    for f in tmp.iterdir():
+        f.unlink()
+    tmp.rmdir()
+
+
+if __name__ == "__main__":
+    main()

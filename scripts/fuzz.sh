@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the core for SECONDS each (default 30), starting from seed
+# files written by TensorFlow and by tfrecordkit (crates/core/fuzz/seeds). A crash fails
+# the run and leaves its input under crates/core/fuzz/artifacts/; turn it into a test.
+set -euo pipefail
+cd "$(dirname "$0")/../crates/core"
+seconds=${1:-${FUZZ_SECONDS:-30}}
+
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --quiet
+# cargo-fuzz passes sanitizer flags that the stable compiler accepts only with this set.
+export RUSTC_BOOTSTRAP=1
+cargo fuzz build -O
+
+for target in $(cargo fuzz list); do
+    mkdir -p "fuzz/corpus/$target"
+    log=$(mktemp)
+    if ! cargo fuzz run -O "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
+        -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=10 >"$log" 2>&1; then
+        tail -n 40 "$log"
+        echo "fuzz target $target FAILED" >&2
+        exit 1
+    fi
+    runs=$(grep -oE 'Done [0-9]+ runs' "$log" | grep -oE '[0-9]+' | tail -n 1)
+    echo "fuzz target $target: ${runs:-?} runs in ${seconds}s, clean"
+    rm -f "$log"
+done
