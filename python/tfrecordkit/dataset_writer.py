@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from .errors import SchemaError
 from .example import decode_example, encode_example
 from .records import SEEKABLE_MEMBER_BYTES
-from .schema import FixedLen, Schema, Spec, VarLen
+from .schema import Schema, SchemaGuess
 
 __all__ = ["Manifest", "ShardInfo", "parse_size", "shard_name", "write_dataset"]
 
@@ -269,34 +270,6 @@ def _plan_shards(
     return n
 
 
-def _infer_row_spec(seen: dict[str, Any], decoded: Mapping[str, Any]) -> None:
-    for key, values in decoded.items():
-        if isinstance(values, np.ndarray):
-            kind = "int64" if values.dtype == np.int64 else "float32"
-        elif values:
-            kind = "bytes"
-        else:
-            continue
-        entry = seen.setdefault(key, {"dtype": kind, "counts": set(), "rows": 0})
-        if entry["dtype"] != kind:
-            entry["dtype"] = "mixed"
-        entry["counts"].add(len(values))
-        entry["rows"] += 1
-
-
-def _schema_from_rows(seen: dict[str, Any], n_rows: int) -> Schema | None:
-    specs: dict[str, Spec] = {}
-    for key, e in seen.items():
-        if e["dtype"] == "mixed":
-            return None
-        if e["rows"] == n_rows and len(e["counts"]) == 1:
-            (count,) = e["counts"]
-            specs[key] = FixedLen([] if count == 1 else [count], e["dtype"])
-        else:
-            specs[key] = VarLen(e["dtype"])
-    return Schema(specs)
-
-
 def _remote(prefix: str) -> tuple[Any, str] | None:
     """The fsspec filesystem and path of a URL prefix (``s3://``, ``gs://``, ``memory://``...);
     ``None`` for local paths."""
@@ -515,12 +488,12 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
         )
     total = len(data) if hasattr(data, "__len__") else None
     bar = _Progress(progress, total, "writing")
-    seen: dict[str, Any] = {}
+    guess: SchemaGuess | None = SchemaGuess()
     kinds: set[str] = set()
     rows = 0
 
     def records() -> Iterator[bytes]:
-        nonlocal rows
+        nonlocal rows, guess
         for item in data:
             if isinstance(item, (bytes, bytearray, memoryview)):
                 kinds.add("bytes")
@@ -529,8 +502,11 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
                 kinds.add("rows")
                 present = {k: v for k, v in item.items() if v is not None}
                 record = encode_example(present)
-                if rows < _INFER_ROWS:
-                    _infer_row_spec(seen, decode_example(record))
+                if guess is not None and rows < _INFER_ROWS:
+                    try:
+                        guess.add(decode_example(record))
+                    except SchemaError:
+                        guess = None  # features of mixed types: no schema to record
             else:
                 raise TypeError(
                     f"rows must be dicts or serialized records (bytes), not {type(item).__name__}"
@@ -586,7 +562,7 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
     if schema is not None:
         out_schema = Schema(schema)
     elif kinds == {"rows"}:
-        out_schema = _schema_from_rows(seen, min(rows, _INFER_ROWS))
+        out_schema = guess.schema() if guess is not None else None
     else:
         out_schema = None
     return infos, out_schema

@@ -18,6 +18,7 @@ __all__ = [
     "FixedLenSequence",
     "Ragged",
     "Schema",
+    "SchemaGuess",
     "VarLen",
     "infer_schema",
     "parse_example",
@@ -329,43 +330,56 @@ def parse_example(record: bytes, schema: Schema | Mapping[str, Any]) -> dict[str
     return {k: (v[0] if isinstance(v, (Ragged, np.ndarray)) else v) for k, v in batch.items()}
 
 
-def infer_schema(paths: Any, sample: int = 1000, **read_kwargs: Any) -> Schema:
-    """Guesses a schema from the first ``sample`` Examples of ``paths``.
+class SchemaGuess:
+    """Accumulates decoded Examples and guesses their schema: a feature present in every
+    Example with the same number of values is ``FixedLen`` (shape ``[]`` for one value),
+    anything else ``VarLen``."""
 
-    A feature present in every sampled Example with the same number of values becomes
-    ``FixedLen`` (shape ``[]`` for one value); anything else becomes ``VarLen``.
-    """
-    from .example import decode_example
-    from .records import read_records
+    def __init__(self) -> None:
+        self.examples = 0
+        self._kinds: dict[str, str] = {}
+        self._counts: dict[str, set[int]] = {}
+        self._present: dict[str, int] = {}
 
-    kinds: dict[str, str] = {}
-    counts: dict[str, set[int]] = {}
-    seen: dict[str, int] = {}
-    n = 0
-    for record in read_records(paths, **read_kwargs):
-        if n >= sample:
-            break
-        n += 1
-        for key, values in decode_example(record).items():
+    def add(self, example: Mapping[str, Any]) -> None:
+        """Takes one Example as :func:`decode_example` returns it."""
+        self.examples += 1
+        for key, values in example.items():
             if isinstance(values, np.ndarray):
                 kind = "int64" if values.dtype == np.int64 else "float32"
             elif values:
                 kind = "bytes"
             else:
-                kind = kinds.get(key, "")
-            if kind and kinds.setdefault(key, kind) != kind:
+                kind = self._kinds.get(key, "")
+            if kind and self._kinds.setdefault(key, kind) != kind:
                 raise SchemaError(
-                    f"feature {key!r} is {kinds[key]} in some Examples and {kind} in others",
+                    f"feature {key!r} is {self._kinds[key]} in some Examples and {kind} in others",
                     key=key,
                 )
-            counts.setdefault(key, set()).add(len(values))
-            seen[key] = seen.get(key, 0) + 1
-    specs: dict[str, Spec] = {}
-    for key in kinds:
-        sizes = counts[key]
-        if seen[key] == n and len(sizes) == 1:
-            size = sizes.pop()
-            specs[key] = FixedLen([] if size == 1 else [size], kinds[key])
-        else:
-            specs[key] = VarLen(kinds[key])
-    return Schema(specs)
+            self._counts.setdefault(key, set()).add(len(values))
+            self._present[key] = self._present.get(key, 0) + 1
+
+    def schema(self) -> Schema:
+        specs: dict[str, Spec] = {}
+        for key, kind in self._kinds.items():
+            sizes = self._counts[key]
+            if self._present[key] == self.examples and len(sizes) == 1:
+                (size,) = sizes
+                specs[key] = FixedLen([] if size == 1 else [size], kind)
+            else:
+                specs[key] = VarLen(kind)
+        return Schema(specs)
+
+
+def infer_schema(paths: Any, sample: int = 1000, **read_kwargs: Any) -> Schema:
+    """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
+    :class:`SchemaGuess`)."""
+    from .example import decode_example
+    from .records import read_records
+
+    guess = SchemaGuess()
+    for record in read_records(paths, **read_kwargs):
+        if guess.examples >= sample:
+            break
+        guess.add(decode_example(record))
+    return guess.schema()
