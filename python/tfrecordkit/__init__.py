@@ -45,7 +45,7 @@ from .schema import (
     parse_example,
     parse_examples,
 )
-from .verify import FileReport, repair, verify
+from .verify import FileReport, ReadReport, repair, verify
 
 __all__ = [
     "CorruptRecordError",
@@ -57,6 +57,7 @@ __all__ = [
     "FixedLenSequence",
     "Manifest",
     "Ragged",
+    "ReadReport",
     "RecordIndex",
     "RecordWriter",
     "Schema",

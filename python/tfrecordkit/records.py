@@ -9,10 +9,13 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import _core
 from .errors import DataLossError, DataLossWarning
+
+if TYPE_CHECKING:
+    from .verify import ReadReport
 
 __all__ = [
     "RecordWriter",
@@ -72,6 +75,7 @@ def read_records(
     follow_timeout: float | None = None,
     poll_interval: float = 0.25,
     max_record_bytes: int | None = None,
+    report: ReadReport | None = None,
 ) -> Iterator[bytes]:
     """Iterates over the records of one or more TFRecord files, in order.
 
@@ -86,6 +90,8 @@ def read_records(
     callable is called with each error and reading goes on unless it raises.
     ``resync=True`` makes every framing error skippable: the reader scans forward to the
     next record whose checksums hold and reports the bytes it skipped (``error.lost``).
+    A :class:`~tfrecordkit.ReadReport` passed as ``report`` counts, per file, the records
+    read and the damage skipped.
 
     ``follow=True`` reads a file that is still being written, as TensorBoard does: at the end
     of the last file, an incomplete record is waited on rather than reported, and new
@@ -98,7 +104,7 @@ def read_records(
     reader = _open(paths, compression, verify, on_error, max_record_bytes, resync, follow)
 
     def batches() -> Iterator[list[bytes]]:
-        return _batches(lambda: reader.read_batch(512), on_error)
+        return _batches(lambda: reader.read_batch(512), on_error, reader, report)
 
     if follow:
         return chain.from_iterable(_following(batches, follow_timeout, poll_interval))
@@ -131,6 +137,7 @@ def read_batches(
     on_error: OnError = "raise",
     resync: bool = False,
     max_record_bytes: int | None = None,
+    report: ReadReport | None = None,
 ) -> Iterator[list[bytes]]:
     """Like :func:`read_records`, but yields lists of up to ``batch_size`` records.
 
@@ -138,7 +145,7 @@ def read_batches(
     was skipped.
     """
     reader = _open(paths, compression, verify, on_error, max_record_bytes, resync)
-    return _batches(lambda: reader.read_batch(batch_size), on_error)
+    return _batches(lambda: reader.read_batch(batch_size), on_error, reader, report)
 
 
 def read_examples(
@@ -151,6 +158,7 @@ def read_examples(
     on_error: OnError = "raise",
     resync: bool = False,
     max_record_bytes: int | None = None,
+    report: ReadReport | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Reads and parses Examples in batches: each item is what :func:`parse_examples`
     returns for up to ``batch_size`` records. Reading, checksums and parsing all run in
@@ -166,7 +174,7 @@ def read_examples(
     compiled = schema.compiled()
     keys = list(schema)
     reader = _open(paths, compression, verify, on_error, max_record_bytes, resync)
-    batches = _batches(lambda: reader.read_parsed(compiled, batch_size), on_error)
+    batches = _batches(lambda: reader.read_parsed(compiled, batch_size), on_error, reader, report)
     return ({k: _assemble(*p) for k, p in zip(keys, parsed, strict=True)} for parsed in batches)
 
 
@@ -190,26 +198,37 @@ def _open(
 T = TypeVar("T")
 
 
-def _batches(next_batch: Callable[[], T | None], on_error: OnError) -> Iterator[T]:
+def _batches(
+    next_batch: Callable[[], T | None],
+    on_error: OnError,
+    reader: _core.RecordReader,
+    report: ReadReport | None,
+) -> Iterator[T]:
     """Calls ``next_batch`` until it returns nothing, applying the ``on_error`` policy.
 
     The native reader has already stepped past the damage when it raises, so skipping is
     simply calling it again.
     """
-    while True:
-        try:
-            batch = next_batch()
-        except DataLossError as err:
-            if on_error == "raise":
-                raise
-            if on_error == "warn":
-                warnings.warn(f"skipped damaged data: {err}", DataLossWarning, stacklevel=3)
-            elif callable(on_error):
-                on_error(err)
-            continue
-        if not batch:
-            return
-        yield batch
+    try:
+        while True:
+            try:
+                batch = next_batch()
+            except DataLossError as err:
+                if on_error == "raise":
+                    raise
+                if report is not None:
+                    report.note(err)
+                if on_error == "warn":
+                    warnings.warn(f"skipped damaged data: {err}", DataLossWarning, stacklevel=3)
+                elif callable(on_error):
+                    on_error(err)
+                continue
+            if not batch:
+                return
+            yield batch
+    finally:
+        if report is not None:
+            report.count(reader.delivered())
 
 
 def count(paths: Paths, *, compression: str | None = "auto") -> int:

@@ -12,7 +12,7 @@ from . import _core
 from .errors import DataLossError, TFRecordError
 from .records import Paths, expand_paths
 
-__all__ = ["Damage", "FileReport", "repair", "verify"]
+__all__ = ["Damage", "FileReport", "ReadReport", "repair", "verify"]
 
 
 @dataclass
@@ -48,6 +48,54 @@ class FileReport:
         d = asdict(self)
         d["ok"] = self.ok
         return d
+
+
+@dataclass
+class ReadReport:
+    """What a read met, per file: pass one as ``read_records(..., report=...)`` to count
+    the records read and the damage skipped with ``on_error="skip"`` / ``"warn"``.
+
+    >>> report = ReadReport()
+    >>> reader = read_records("data/*.tfrecord", on_error="skip", report=report)
+    >>> records = list(reader)  # doctest: +SKIP
+    >>> report.records, report.skipped, report.lost_bytes  # doctest: +SKIP
+    (99998, 2, 212)
+    """
+
+    files: dict[str, FileReport] = field(default_factory=dict)
+
+    def _file(self, path: str) -> FileReport:
+        return self.files.setdefault(path, FileReport(path))
+
+    def note(self, err: DataLossError) -> None:
+        if err.path is not None:
+            self._file(err.path).damage.append(
+                Damage(err.offset, err.record_index, type(err).__name__, err.message, err.lost)
+            )
+
+    def count(self, delivered: list[tuple[str, int]]) -> None:
+        for path, n in delivered:
+            self._file(path).records = n
+
+    @property
+    def records(self) -> int:
+        return sum(f.records for f in self.files.values())
+
+    @property
+    def skipped(self) -> int:
+        """Damaged places stepped over."""
+        return sum(len(f.damage) for f in self.files.values())
+
+    @property
+    def lost_bytes(self) -> int:
+        return sum(f.lost_bytes for f in self.files.values())
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.files.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"files": [f.to_dict() for f in self.files.values()], "ok": self.ok}
 
 
 def _scan(

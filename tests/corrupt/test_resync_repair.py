@@ -148,3 +148,28 @@ def test_repair_of_a_gzip_file_and_the_cli(tmp_path, h):
     assert result.exit_code == 1
     assert "kept 19 records" in result.output
     assert "lost    bytes" in result.output
+
+
+def test_read_report_counts_records_and_skipped_damage_per_file(tmp_path, h):
+    a = h.make_records(30)
+    b = h.make_records(12, seed=4)
+    pa = write_raw(h, tmp_path / "a.tfrecord", a)
+    pb = write_raw(h, tmp_path / "b.tfrecord", b)
+    damage_header(pa, h.offsets(a)[8])
+    data = bytearray(pb.read_bytes())
+    data[h.offsets(b)[5] + 12] ^= 4
+    pb.write_bytes(bytes(data))
+    report = tfr.ReadReport()
+    got = list(tfr.read_records([pa, pb], on_error="skip", resync=True, report=report))
+    assert len(got) == 29 + 11
+    fa, fb = report.files[str(pa)], report.files[str(pb)]
+    assert (fa.records, len(fa.damage), fb.records, len(fb.damage)) == (29, 1, 11, 1)
+    assert report.records == 40 and report.skipped == 2 and not report.ok
+    assert report.lost_bytes == (h.offsets(a)[9] - h.offsets(a)[8]) + (
+        h.offsets(b)[6] - h.offsets(b)[5]
+    )
+    batches = tfr.ReadReport()
+    with pytest.warns(tfr.DataLossWarning):
+        read = sum(len(x) for x in tfr.read_batches(pa, 7, on_error="warn", report=batches))
+    assert read == 8
+    assert batches.skipped == 1 and batches.records == 8

@@ -564,6 +564,8 @@ pub struct MultiFileReader {
     next_file: usize,
     current: Option<FileRecordReader>,
     pending: Option<Error>,
+    /// Records delivered from each file so far.
+    delivered: Vec<u64>,
 }
 
 impl MultiFileReader {
@@ -574,7 +576,16 @@ impl MultiFileReader {
             next_file: 0,
             current: None,
             pending: None,
+            delivered: Vec::new(),
         }
+    }
+
+    /// `(path, records delivered)` for every file opened so far.
+    pub fn delivered(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.paths
+            .iter()
+            .map(String::as_str)
+            .zip(self.delivered.iter().copied())
     }
 
     /// The file being read, if any.
@@ -603,6 +614,7 @@ impl MultiFileReader {
                 }
                 let path = &self.paths[self.next_file];
                 self.next_file += 1;
+                self.delivered.push(0);
                 match FileRecordReader::open(path, &self.opts) {
                     Ok(r) => self.current = Some(r),
                     Err(e) => return self.defer(out, e),
@@ -610,7 +622,10 @@ impl MultiFileReader {
             }
             let reader = self.current.as_mut().expect("a file is open");
             match reader.next_record_into(&mut out.data) {
-                Ok(true) => out.ends.push(out.data.len()),
+                Ok(true) => {
+                    out.ends.push(out.data.len());
+                    self.delivered[self.next_file - 1] += 1;
+                }
                 // The last file of a followed set stays open, waiting for more.
                 Ok(false) if self.opts.follow && self.next_file == self.paths.len() => break,
                 Ok(false) => self.current = None,

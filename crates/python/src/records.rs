@@ -91,6 +91,14 @@ impl RecordReader {
         parsed_to_py(py, parsed).map(Some)
     }
 
+    /// `(path, records delivered)` for every file opened so far.
+    fn delivered(&self) -> Vec<(String, u64)> {
+        self.inner
+            .delivered()
+            .map(|(p, n)| (p.to_owned(), n))
+            .collect()
+    }
+
     /// The file being read, if any.
     #[getter]
     fn current_path(&self) -> Option<String> {
