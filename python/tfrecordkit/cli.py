@@ -149,6 +149,28 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
+@click.option("--sample", default=1000, show_default=True, help="Examples to look at.")
+@click.option("--json", "as_json", is_flag=True, help="Print the schema as JSON.")
+@COMPRESSION
+def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str) -> None:
+    """Guess the schema of the Examples in PATHS from a sample of them."""
+    from .schema import infer_schema
+
+    try:
+        guessed = infer_schema(list(paths), sample, compression=_c(compression))
+    except (OSError, TFRecordError) as err:
+        _fail(str(err))
+    if as_json:
+        click.echo(guessed.to_json(indent=1))
+        return
+    for key, spec in guessed.items():
+        shape = getattr(spec, "shape", None)
+        kind = type(spec).__name__
+        click.echo(f"{key:<24} {kind:<16} {spec.dtype:<8} {'' if shape is None else list(shape)}")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
 def index(paths: tuple[str, ...]) -> None:
     """Write a FILE.idx sidecar (offset length per record) for each uncompressed file."""
     from .index import build_index

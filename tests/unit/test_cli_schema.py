@@ -1,0 +1,27 @@
+"""`tfrecordkit schema`: a guessed schema, as text or JSON that round-trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import tfrecordkit as tfr
+from click.testing import CliRunner
+from tfrecordkit.cli import main
+
+
+def test_schema_command(tmp_path):
+    path = tmp_path / "s.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write_examples(
+            {"label": np.arange(5), "vec": np.zeros((5, 3), np.float32), "name": list("abcde")}
+        )
+        w.write(tfr.encode_example({"label": 9, "vec": np.ones(3), "name": "f", "extra": [1, 2]}))
+    result = CliRunner().invoke(main, ["schema", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line.split()[1:] for line in result.output.splitlines()}
+    assert lines["label"] == ["FixedLen", "int64", "[]"]
+    assert lines["vec"] == ["FixedLen", "float32", "[3]"]
+    assert lines["extra"] == ["VarLen", "int64"]
+    result = CliRunner().invoke(main, ["schema", str(path), "--json"])
+    schema = tfr.Schema.from_json(result.output)
+    assert schema == tfr.infer_schema(path)
+    assert CliRunner().invoke(main, ["schema", str(tmp_path / "none.tfrecord")]).exit_code == 1
