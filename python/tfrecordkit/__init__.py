@@ -6,8 +6,11 @@
 np.int64(3)
 """
 
+import sys as _sys
+
 from . import errors
 from ._core import __version__
+from .conversion import ConversionSummary, convert, register_pandas_accessor
 from .dataset_writer import Manifest, ShardInfo, write_dataset
 from .errors import (
     CorruptRecordError,
@@ -47,7 +50,11 @@ from .schema import (
 )
 from .verify import FileReport, ReadReport, repair, verify
 
+if "pandas" in _sys.modules:
+    register_pandas_accessor()
+
 __all__ = [
+    "ConversionSummary",
     "CorruptRecordError",
     "DataLossError",
     "DataLossWarning",
@@ -69,6 +76,7 @@ __all__ = [
     "VarLen",
     "__version__",
     "build_index",
+    "convert",
     "count",
     "decode_example",
     "decode_sequence_example",
@@ -83,6 +91,7 @@ __all__ = [
     "read_batches",
     "read_examples",
     "read_records",
+    "register_pandas_accessor",
     "repair",
     "verify",
     "write_dataset",

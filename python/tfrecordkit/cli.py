@@ -224,6 +224,67 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
         sys.exit(1)
 
 
+@main.command()
+@click.argument("source")
+@click.argument("output_dir")
+@click.option("--runner", default="local", show_default=True, help="Where to run.")
+@click.option(
+    "--schema",
+    "schema_json",
+    help='Column roles as JSON, e.g. \'{"split": "split", "path": "image_uri", "y": "label"}\'.',
+)
+@click.option("-n", "--num-shards", type=int, help="Shards per split.")
+@click.option(
+    "--compression",
+    "out_compression",
+    type=click.Choice(["none", "gzip"]),
+    default="none",
+    show_default=True,
+)
+@click.option("--image-size", help="Resize images to HxW, e.g. 224x224.")
+@click.option("--image-format", type=click.Choice(["jpeg", "png", "webp"]), help="Re-encode.")
+@click.option("--overwrite", is_flag=True, help="Replace existing splits.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def convert(
+    source: str,
+    output_dir: str,
+    runner: str,
+    schema_json: str | None,
+    num_shards: int | None,
+    out_compression: str,
+    image_size: str | None,
+    image_format: str | None,
+    overwrite: bool,
+    as_json: bool,
+) -> None:
+    """Convert SOURCE (a CSV or Parquet file, or a SPLIT/LABEL/*.jpg tree) of split,
+    image_uri, label rows into TFRecord splits in OUTPUT_DIR."""
+    from dataclasses import asdict
+
+    from .conversion import convert as run
+
+    try:
+        size = None
+        if image_size:
+            h, _, w = image_size.lower().partition("x")
+            size = (int(h), int(w))
+        summary = run(
+            source,
+            output_dir,
+            schema=json.loads(schema_json) if schema_json else None,
+            runner=runner,
+            num_shards=num_shards,
+            compression=_c(out_compression),
+            image_size=size,
+            image_format=image_format,
+            overwrite=overwrite,
+            progress=False,
+        )
+    except (OSError, TFRecordError, ValueError, NotImplementedError) as err:
+        _fail(str(err))
+    click.echo(json.dumps(asdict(summary)) if as_json else str(summary))
+
+
 class _Sized:
     """Records of several files, with their count known up front (for contiguous shards)."""
 

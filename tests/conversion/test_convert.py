@@ -1,0 +1,119 @@
+"""tfr.convert: splits, images, labels, discarded rows, and its front doors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import tfrecordkit as tfr
+from click.testing import CliRunner
+from PIL import Image
+from tfrecordkit.cli import main
+
+
+def split_examples(out, split):
+    return [tfr.decode_example(r) for r in tfr.read_records(str(out / f"{split}-*"))]
+
+
+def test_csv_conversion(table, tmp_path, helpers):
+    labels = helpers.labels
+    out = tmp_path / "out"
+    summary = tfr.convert(table.csv, out, progress=False)
+    assert summary.rows == {"TRAIN": 18, "VALIDATION": 6, "TEST": 6}
+    assert summary.discarded == 5
+    assert summary.labels == sorted(labels)
+    assert (out / "labels.txt").read_text().splitlines() == sorted(labels)
+    train = split_examples(out, "train")
+    for ex, row in zip(train, table.rows[:18], strict=True):
+        with Image.open(row["image_uri"]) as img:
+            assert (ex["image_width"][0], ex["image_height"][0]) == img.size
+        assert ex["image"][0] == Path(row["image_uri"]).read_bytes()  # original bytes kept
+        assert ex["label_text"] == [row["label"].encode()]
+        assert ex["label"][0] == sorted(labels).index(row["label"])
+        assert ex["image_format"][0] in (b"jpeg", b"png") and ex["image_channels"][0] == 3
+    with open(out / "discarded.csv", newline="") as f:
+        discarded = list(csv.DictReader(f))
+    reasons = [d["reason"] for d in discarded]
+    assert [int(d["row"]) for d in discarded] == list(range(30, 35))
+    assert "No such file" in reasons[0] and "undecodable" in reasons[1]
+    assert "unknown split" in reasons[2] and "does not occur in TRAIN" in reasons[3]
+    assert reasons[4] == "missing label"
+    schema = tfr.Schema.from_json((out / "schema.json").read_text())
+    assert schema["image_height"] == tfr.FixedLen([], "int64")
+    assert json.loads((out / "summary.json").read_text())["discarded"] == 5
+    assert tfr.count(str(out / "test-*")) == 6
+
+
+def test_integer_labels_and_extra_columns(tmp_path, helpers):
+    images = helpers.make_images(tmp_path, 6)
+    frame = pd.DataFrame(
+        {
+            "where": ["train", "train", "train", "test", "test", "validation"],
+            "path": [str(p) for p in images],
+            "y": [3, 1, 2, 7, 3, 1],
+            "weight": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0],
+            "note": list("abcdef"),
+        }
+    )
+    roles = {
+        "where": "split",
+        "path": "image_uri",
+        "y": "label",
+        "weight": "float",
+        "note": "string",
+    }
+    summary = tfr.convert(frame, tmp_path / "o", schema=roles, progress=False)
+    assert summary.labels is None and summary.rows["TEST"] == 2
+    test = split_examples(tmp_path / "o", "test")
+    assert [e["label"][0] for e in test] == [7, 3]
+    assert [e["weight"][0] for e in test] == [2.0, 2.5]
+    assert [e["note"] for e in test] == [[b"d"], [b"e"]]
+    assert "label_text" not in test[0]
+
+
+def test_accessor_directory_tree_and_resize(tmp_path, helpers):
+    root = tmp_path / "tree"
+    for split, label in [("train", "a"), ("train", "b"), ("test", "a")]:
+        d = root / split / label
+        d.mkdir(parents=True)
+        helpers.make_images(d, 2, seed=len(split) + ord(label))
+    summary = tfr.convert(
+        root, tmp_path / "t", image_size=(8, 12), image_format="png", progress=False
+    )
+    assert summary.rows == {"TRAIN": 4, "TEST": 2} and summary.labels == ["a", "b"]
+    ex = split_examples(tmp_path / "t", "test")[0]
+    assert (ex["image_height"][0], ex["image_width"][0], ex["image_format"][0]) == (8, 12, b"png")
+
+    tfr.register_pandas_accessor()
+    frame = pd.DataFrame(
+        {"split": ["train"], "image_uri": [str(root / "train/a/img000.jpeg")], "label": ["a"]}
+    )
+    result = frame.tfrecord.to_tfrecord(tmp_path / "acc", progress=False)
+    assert result.rows == {"TRAIN": 1}
+
+
+def test_bad_arguments(table, tmp_path):
+    with pytest.raises(ValueError, match="no column"):
+        tfr.convert(table.csv, tmp_path / "x", schema={"nope": "split", "image_uri": "image_uri"})
+    with pytest.raises(ValueError, match="role"):
+        tfr.convert(table.csv, tmp_path / "x", schema={"split": "splitter"})
+    with pytest.raises(NotImplementedError, match="Beam"):
+        tfr.convert(table.csv, tmp_path / "x", runner="DataflowRunner")
+    tfr.convert(table.csv, tmp_path / "y", progress=False)
+    with pytest.raises(FileExistsError):
+        tfr.convert(table.csv, tmp_path / "y", progress=False)
+
+
+def test_cli_convert(table, tmp_path):
+    result = CliRunner().invoke(
+        main, ["convert", str(table.csv), str(tmp_path / "c"), "-n", "2", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["rows"]["TRAIN"] == 18 and summary["discarded"] == 5
+    assert len(list((tmp_path / "c").glob("train-*-of-00002.tfrecord"))) == 2
+    assert np.sum([tfr.count(str(tmp_path / "c" / f"{s}-*")) for s in ("train", "test")]) == 24
