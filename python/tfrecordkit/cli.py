@@ -285,6 +285,22 @@ def convert(
     click.echo(json.dumps(asdict(summary)) if as_json else str(summary))
 
 
+@main.command()
+@click.argument("output_dir")
+@click.option("--split", default="train", show_default=True)
+@click.option("-n", "num", default=16, show_default=True, help="How many images.")
+@click.option("--out", default="sheet.png", show_default=True, help="The PNG to write.")
+def inspect(output_dir: str, split: str, num: int, out: str) -> None:
+    """Draw the first images of a converted split, with their labels, into a PNG."""
+    from .conversion import contact_sheet
+
+    try:
+        path = contact_sheet(output_dir, split, num, out)
+    except (OSError, TFRecordError, ValueError) as err:
+        _fail(str(err))
+    click.echo(f"wrote {path}")
+
+
 class _Sized:
     """Records of several files, with their count known up front (for contiguous shards)."""
 

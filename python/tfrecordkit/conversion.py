@@ -22,7 +22,7 @@ import numpy as np
 
 from .dataset_writer import write_dataset
 
-__all__ = ["ConversionSummary", "convert"]
+__all__ = ["ConversionSummary", "contact_sheet", "convert", "register_pandas_accessor"]
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
 ROLES = ("split", "image_uri", "label", "integer", "float", "string")
@@ -354,3 +354,52 @@ def register_pandas_accessor() -> None:
 
         def to_tfrecord(self, output_dir: str | os.PathLike[str], **kwargs: Any) -> Any:
             return convert(self._frame, output_dir, **kwargs)
+
+
+def contact_sheet(
+    output_dir: str | os.PathLike[str],
+    split: str = "train",
+    n: int = 16,
+    out: str | os.PathLike[str] = "sheet.png",
+    *,
+    thumb: int = 128,
+) -> str:
+    """Draws the first ``n`` images of a converted split with their labels into one PNG.
+
+    Returns the PNG's path. Images that do not decode are drawn as a grey tile.
+    """
+    from PIL import Image, ImageDraw
+
+    from .example import decode_example
+    from .records import read_records
+
+    pattern = os.path.join(os.fspath(output_dir), f"{split.lower()}-*")
+    tiles: list[tuple[Image.Image, str]] = []
+    for record in read_records(pattern):
+        if len(tiles) >= n:
+            break
+        ex = decode_example(record)
+        text = ex.get("label_text") or ex.get("label")
+        label = "" if text is None or len(text) == 0 else text[0]
+        label = label.decode("utf-8", "replace") if isinstance(label, bytes) else str(label)
+        try:
+            with Image.open(io.BytesIO(ex["image"][0])) as img:
+                tile = img.convert("RGB")
+                tile.thumbnail((thumb, thumb))
+        except (KeyError, IndexError, OSError, ValueError):
+            tile = Image.new("RGB", (thumb, thumb), (128, 128, 128))
+        tiles.append((tile, label))
+    if not tiles:
+        raise ValueError(f"no Examples in {pattern}")
+    cols = int(np.ceil(np.sqrt(len(tiles))))
+    rows = int(np.ceil(len(tiles) / cols))
+    cell_w, cell_h = thumb + 8, thumb + 22
+    sheet = Image.new("RGB", (cols * cell_w, rows * cell_h), "white")
+    draw = ImageDraw.Draw(sheet)
+    for k, (tile, label) in enumerate(tiles):
+        x, y = (k % cols) * cell_w + 4, (k // cols) * cell_h + 4
+        sheet.paste(tile, (x + (thumb - tile.width) // 2, y + (thumb - tile.height) // 2))
+        draw.text((x, y + thumb + 3), label[:24], fill="black")
+    out = os.fspath(out)
+    sheet.save(out, format="PNG")
+    return out

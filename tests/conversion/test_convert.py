@@ -117,3 +117,18 @@ def test_cli_convert(table, tmp_path):
     assert summary["rows"]["TRAIN"] == 18 and summary["discarded"] == 5
     assert len(list((tmp_path / "c").glob("train-*-of-00002.tfrecord"))) == 2
     assert np.sum([tfr.count(str(tmp_path / "c" / f"{s}-*")) for s in ("train", "test")]) == 24
+
+
+def test_inspect_writes_a_contact_sheet(table, tmp_path):
+    tfr.convert(table.csv, tmp_path / "o", progress=False)
+    sheet = tmp_path / "sheet.png"
+    result = CliRunner().invoke(
+        main, ["inspect", str(tmp_path / "o"), "--split", "train", "-n", "9", "--out", str(sheet)]
+    )
+    assert result.exit_code == 0, result.output
+    with Image.open(sheet) as img:
+        assert img.format == "PNG" and img.size == (3 * 136, 3 * 150)
+        pixels = np.asarray(img.convert("RGB"))
+    assert pixels.std() > 10  # images were drawn, not a blank page
+    bad = CliRunner().invoke(main, ["inspect", str(tmp_path / "o"), "--split", "nope"])
+    assert bad.exit_code == 1
