@@ -227,7 +227,19 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
 @main.command()
 @click.argument("source")
 @click.argument("output_dir")
-@click.option("--runner", default="local", show_default=True, help="Where to run.")
+@click.option(
+    "--runner",
+    default="local",
+    show_default=True,
+    help="'local', or an Apache Beam runner: DirectRunner, DataflowRunner, FlinkRunner...",
+)
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Beam pipeline option (project=..., region=..., temp_location=...); repeatable.",
+)
 @click.option(
     "--schema",
     "schema_json",
@@ -249,6 +261,7 @@ def convert(
     source: str,
     output_dir: str,
     runner: str,
+    options: tuple[str, ...],
     schema_json: str | None,
     num_shards: int | None,
     out_compression: str,
@@ -273,6 +286,7 @@ def convert(
             output_dir,
             schema=json.loads(schema_json) if schema_json else None,
             runner=runner,
+            pipeline_options=dict(o.split("=", 1) for o in options if "=" in o),
             num_shards=num_shards,
             compression=_c(out_compression),
             image_size=size,

@@ -86,7 +86,7 @@ def _tree_rows(root: str) -> Iterator[dict[str, Any]]:
                     yield {"split": split, "image_uri": path, "label": label}
 
 
-def _load_image(
+def load_image(
     uri: str, size: tuple[int, int] | None, fmt: str | None
 ) -> tuple[bytes, int, int, int, str]:
     """The image's bytes (re-encoded when resizing or changing format) and its height,
@@ -142,7 +142,7 @@ def _missing(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and np.isnan(value))
 
 
-def _label_kind(values: Iterable[Any]) -> str:
+def label_kind(values: Iterable[Any]) -> str:
     """ "int" when every present label is an integer (or its text), else "string"."""
     for v in values:
         if _missing(v):
@@ -190,45 +190,60 @@ def convert(
     TRAIN discards its row. Writes ``{train,validation,test}-SSSSS-of-NNNNN.tfrecord`` with
     manifests, ``schema.json`` and ``discarded.csv`` into ``output_dir``; returns a summary.
 
+    ``runner`` is ``"local"`` (threads on this machine) or the name of an Apache Beam runner
+    (``"DirectRunner"``, ``"DataflowRunner"``, ``"FlinkRunner"``...): the same Examples are
+    then made in Beam ``DoFn``s, with the vocabulary as a combine over TRAIN and shards
+    written by Beam's sink; ``pipeline_options`` (project, region, temp_location...) pass
+    through to Beam. Manifests and indexes are added when ``output_dir`` is local.
+
     >>> summary = convert("images.csv", "out/")  # doctest: +SKIP
     >>> summary.rows  # doctest: +SKIP
     {'TRAIN': 800, 'VALIDATION': 100, 'TEST': 100}
     """
-    if runner.lower() not in ("local", "direct"):
-        raise NotImplementedError(
-            f"runner {runner!r}: only the local runner exists so far; "
-            "Apache Beam runners are not implemented yet"
-        )
-    del pipeline_options  # for Beam runners
     started = time.monotonic()
     output_dir = os.fspath(output_dir)
     columns, rows = _rows(source)
     roles = _roles(schema, columns)
     by_role = {role: col for col, role in roles.items() if role in ("split", "image_uri", "label")}
     rows = list(rows)
+    if runner.lower() != "local":
+        from ._beam_conversion import convert_with_beam
+
+        return convert_with_beam(
+            rows,
+            columns,
+            roles,
+            by_role,
+            output_dir,
+            runner,
+            pipeline_options or {},
+            num_shards,
+            compression,
+            image_size,
+            image_format,
+            overwrite,
+            progress,
+            started,
+        )
     os.makedirs(output_dir, exist_ok=True)
     discarded: list[dict[str, Any]] = []
 
     def discard(i: int, row: dict[str, Any], reason: str) -> None:
-        discarded.append({"row": i, "reason": reason, **{k: row.get(k) for k in columns}})
+        discarded.append(discard_entry(i, row, reason, columns))
 
     # Splits and labels first: they decide which images are worth loading.
     kept: list[tuple[int, dict[str, Any], str]] = []
     for i, row in enumerate(rows):
-        split = str(row.get(by_role["split"]) or "").strip().upper()
-        if split not in SPLITS:
-            discard(i, row, f"unknown split {row.get(by_role['split'])!r}")
-        elif "label" in by_role and _missing(row.get(by_role["label"])):
-            discard(i, row, "missing label")
-        elif _missing(row.get(by_role["image_uri"])):
-            discard(i, row, "missing image_uri")
+        split, problem = check_row(row, by_role)
+        if problem:
+            discard(i, row, problem)
         else:
             kept.append((i, row, split))
     vocab: list[str] | None = None
     label_ids: dict[str, int] | None = None
     if "label" in by_role:
         label_col = by_role["label"]
-        if _label_kind(r[label_col] for _, r, _ in kept) == "string":
+        if label_kind(r[label_col] for _, r, _ in kept) == "string":
             vocab = sorted({str(r[label_col]) for _, r, s in kept if s == "TRAIN"})
             label_ids = {v: k for k, v in enumerate(vocab)}
             still = []
@@ -242,7 +257,7 @@ def convert(
     def load(item: tuple[int, dict[str, Any], str]) -> Any:
         _, row, _ = item
         try:
-            return _load_image(str(row[by_role["image_uri"]]), image_size, image_format)
+            return load_image(str(row[by_role["image_uri"]]), image_size, image_format)
         except (OSError, ValueError) as err:
             return err
 
@@ -255,7 +270,7 @@ def convert(
             discard(i, row, f"image {row[by_role['image_uri']]!r}: {image}")
             continue
         try:
-            features = _features(row, roles, image, label_ids)
+            features = features_of(row, roles, image, label_ids)
         except ValueError as err:
             discard(i, row, str(err))
             continue
@@ -289,7 +304,7 @@ def convert(
         with open(os.path.join(output_dir, "labels.txt"), "w", encoding="utf-8") as f:
             f.writelines(v + "\n" for v in vocab)
     discarded.sort(key=lambda d: d["row"])
-    _write_discarded(os.path.join(output_dir, "discarded.csv"), columns, discarded)
+    write_discarded(os.path.join(output_dir, "discarded.csv"), columns, discarded)
     summary.discarded = len(discarded)
     summary.seconds = time.monotonic() - started
     with open(os.path.join(output_dir, "summary.json"), "w", encoding="utf-8") as f:
@@ -299,7 +314,23 @@ def convert(
     return summary
 
 
-def _features(
+def check_row(row: dict[str, Any], by_role: dict[str, str]) -> tuple[str, str | None]:
+    """The row's split, and why it cannot be converted (None if it can, so far)."""
+    split = str(row.get(by_role["split"]) or "").strip().upper()
+    if split not in SPLITS:
+        return split, f"unknown split {row.get(by_role['split'])!r}"
+    if "label" in by_role and _missing(row.get(by_role["label"])):
+        return split, "missing label"
+    if _missing(row.get(by_role["image_uri"])):
+        return split, "missing image_uri"
+    return split, None
+
+
+def discard_entry(i: int, row: dict[str, Any], reason: str, columns: list[str]) -> dict[str, Any]:
+    return {"row": i, "reason": reason, **{k: row.get(k) for k in columns}}
+
+
+def features_of(
     row: dict[str, Any], roles: dict[str, str], image: Any, vocab: dict[str, int] | None
 ) -> dict[str, Any]:
     data, height, width, channels, fmt = image
@@ -330,7 +361,7 @@ def _features(
     return out
 
 
-def _write_discarded(path: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
+def write_discarded(path: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=["row", "reason", *columns])
         writer.writeheader()

@@ -101,8 +101,11 @@ def test_bad_arguments(table, tmp_path):
         tfr.convert(table.csv, tmp_path / "x", schema={"nope": "split", "image_uri": "image_uri"})
     with pytest.raises(ValueError, match="role"):
         tfr.convert(table.csv, tmp_path / "x", schema={"split": "splitter"})
-    with pytest.raises(NotImplementedError, match="Beam"):
-        tfr.convert(table.csv, tmp_path / "x", runner="DataflowRunner")
+    with pytest.raises(ValueError, match="runner"):
+        tfr.convert(table.csv, tmp_path / "x", runner="NoSuchRunner")
+    # Dataflow needs its options: they pass through to Beam's validation.
+    with pytest.raises(ValueError, match="project"):
+        tfr.convert(table.csv, tmp_path / "x", runner="DataflowRunner", pipeline_options={})
     tfr.convert(table.csv, tmp_path / "y", progress=False)
     with pytest.raises(FileExistsError):
         tfr.convert(table.csv, tmp_path / "y", progress=False)

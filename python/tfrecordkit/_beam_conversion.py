@@ -1,0 +1,239 @@
+"""``tfr.convert`` on an Apache Beam runner: the same Examples as the local runner, made in
+``DoFn``s; the label vocabulary is a combine over TRAIN; shards go through Beam's
+temp-then-rename sink (:class:`tfrecordkit.beam.WriteExamples`)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import time
+from dataclasses import asdict
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from . import _core
+from .beam import WriteExamples
+from .conversion import (
+    SPLITS,
+    ConversionSummary,
+    check_row,
+    discard_entry,
+    features_of,
+    label_kind,
+    load_image,
+)
+from .dataset_writer import Manifest, ShardInfo, _existing, _write_json_atomically, manifest_path
+from .example import encode_example
+from .index import build_index
+from .records import count
+from .schema import infer_schema
+
+DISCARDED = "discarded"
+
+
+def _crc32c(path: str) -> str:
+    """Unmasked CRC32C of a whole file, as manifests record it."""
+    with open(path, "rb") as f:
+        masked = _core.masked_crc32c(f.read())
+    crc = (masked - 0xA282EAD8) & 0xFFFFFFFF
+    return f"{((crc << 15) | (crc >> 17)) & 0xFFFFFFFF:08x}"
+
+
+class _Check(beam.DoFn):
+    def __init__(self, by_role: dict[str, str], columns: list[str]) -> None:
+        self.by_role = by_role
+        self.columns = columns
+
+    def process(self, item: tuple[int, dict[str, Any]]) -> Any:
+        i, row = item
+        split, problem = check_row(row, self.by_role)
+        if problem:
+            yield beam.pvalue.TaggedOutput(DISCARDED, discard_entry(i, row, problem, self.columns))
+        else:
+            yield i, row, split
+
+
+class _Convert(beam.DoFn):
+    def __init__(self, roles, by_role, columns, image_size, image_format) -> None:
+        self.roles, self.by_role, self.columns = roles, by_role, columns
+        self.image_size, self.image_format = image_size, image_format
+
+    def process(self, item: tuple[int, dict[str, Any], str], vocab: list[str] | None = None) -> Any:
+        i, row, split = item
+        label_ids = None if vocab is None else {v: k for k, v in enumerate(vocab)}
+        if label_ids is not None and str(row[self.by_role["label"]]) not in label_ids:
+            reason = f"label {row[self.by_role['label']]!r} does not occur in TRAIN"
+            yield beam.pvalue.TaggedOutput(DISCARDED, discard_entry(i, row, reason, self.columns))
+            return
+        uri = str(row[self.by_role["image_uri"]])
+        try:
+            image = load_image(uri, self.image_size, self.image_format)
+            example = encode_example(features_of(row, self.roles, image, label_ids))
+        except (OSError, ValueError) as err:
+            entry = discard_entry(i, row, f"image {uri!r}: {err}", self.columns)
+            yield beam.pvalue.TaggedOutput(DISCARDED, entry)
+            return
+        yield split, example
+
+
+def _csv_line(entry: dict[str, Any], columns: list[str]) -> str:
+    out = io.StringIO()
+    csv.DictWriter(out, fieldnames=["row", "reason", *columns]).writerow(entry)
+    return out.getvalue().rstrip("\r\n")
+
+
+def convert_with_beam(
+    rows,
+    columns,
+    roles,
+    by_role,
+    output_dir,
+    runner,
+    pipeline_options,
+    num_shards,
+    compression,
+    image_size,
+    image_format,
+    overwrite,
+    progress,
+    started,
+) -> ConversionSummary:
+    if compression not in (None, "gzip"):
+        raise ValueError('Beam conversion writes compression=None or "gzip"')
+    local = "://" not in output_dir
+    if local:
+        os.makedirs(output_dir, exist_ok=True)
+        prefixes = [os.path.join(output_dir, s.lower()) for s in SPLITS]
+        existing = [p for prefix in prefixes for p in _existing(prefix)]
+        if existing and not overwrite:
+            raise FileExistsError(
+                17, "converted splits already exist; pass overwrite=True", existing[0]
+            )
+        for path in existing:
+            os.remove(path)
+    label_col = by_role.get("label")
+    strings = label_col is not None and label_kind(r.get(label_col) for r in rows) == "string"
+    header = ",".join(["row", "reason", *columns])
+    # As command-line flags, so that Beam parses each option's type.
+    flags = [f"--runner={runner}"]
+    for key, value in pipeline_options.items():
+        if value is True:
+            flags.append(f"--{key}")
+        elif value is not False and value is not None:
+            flags.append(f"--{key}={value}")
+    options = PipelineOptions(flags)
+    with beam.Pipeline(options=options) as p:
+        checked = (
+            p
+            | "Rows" >> beam.Create(list(enumerate(rows)))
+            | "Check" >> beam.ParDo(_Check(by_role, columns)).with_outputs(DISCARDED, main="kept")
+        )
+        convert_fn = _Convert(roles, by_role, columns, image_size, image_format)
+        if strings:
+            vocab = (
+                checked.kept
+                | "Train" >> beam.Filter(lambda t: t[2] == "TRAIN")
+                | "Labels" >> beam.Map(lambda t: str(t[1][label_col]))
+                | "Distinct" >> beam.Distinct()
+                | "Vocabulary" >> beam.combiners.ToList()
+                | "Sorted" >> beam.Map(sorted)
+            )
+            converted = checked.kept | "Convert" >> beam.ParDo(
+                convert_fn, vocab=beam.pvalue.AsSingleton(vocab)
+            ).with_outputs(DISCARDED, main="examples")
+            _ = (
+                vocab
+                | "VocabLines" >> beam.FlatMap(lambda v: v)
+                | "WriteVocab"
+                >> beam.io.WriteToText(
+                    f"{output_dir}/labels",
+                    file_name_suffix=".txt",
+                    shard_name_template="",
+                    num_shards=1,
+                )
+            )
+        else:
+            converted = checked.kept | "Convert" >> beam.ParDo(convert_fn).with_outputs(
+                DISCARDED, main="examples"
+            )
+        for split in SPLITS:
+            _ = (
+                converted.examples
+                | f"Only{split}" >> beam.Filter(lambda kv, s=split: kv[0] == s)
+                | f"Records{split}" >> beam.Map(lambda kv: kv[1])
+                | f"Write{split}"
+                >> WriteExamples(
+                    f"{output_dir}/{split.lower()}",
+                    num_shards=num_shards or 0,
+                    compression=compression,
+                )
+            )
+        _ = (
+            (checked[DISCARDED], converted[DISCARDED])
+            | "AllDiscarded" >> beam.Flatten()
+            | "CsvLines" >> beam.Map(_csv_line, columns)
+            | "WriteDiscarded"
+            >> beam.io.WriteToText(
+                f"{output_dir}/discarded",
+                file_name_suffix=".csv",
+                shard_name_template="",
+                num_shards=1,
+                header=header,
+            )
+        )
+    summary = ConversionSummary(output_dir)
+    if local:
+        _finish_locally(output_dir, compression, summary)
+    summary.seconds = time.monotonic() - started
+    if local:
+        with open(os.path.join(output_dir, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump(asdict(summary), f, indent=1)
+    if progress:
+        print(summary)
+    return summary
+
+
+def _finish_locally(output_dir: str, compression: str | None, summary: ConversionSummary) -> None:
+    """What the local runner also writes: manifests, indexes, schema and summary; splits
+    that received no rows are removed."""
+    schema = None
+    for split in SPLITS:
+        prefix = os.path.join(output_dir, split.lower())
+        files = sorted(p for p in _existing(prefix) if not p.endswith((".idx", ".json")))
+        counts = [count(f) for f in files]
+        if not sum(counts):
+            for f in files:
+                os.remove(f)
+            continue
+        shards = [
+            ShardInfo(os.path.basename(f), n, os.path.getsize(f), _crc32c(f))
+            for f, n in zip(files, counts, strict=True)
+        ]
+        if compression is None:
+            for f in files:
+                build_index(f)
+        schema = infer_schema(files)
+        manifest = Manifest(
+            prefix=os.path.basename(prefix),
+            shards=shards,
+            compression=compression,
+            schema=schema,
+            index=compression is None,
+            path=manifest_path(prefix),
+        )
+        _write_json_atomically(manifest.path, manifest.to_dict())
+        summary.rows[split] = manifest.records
+        summary.bytes += manifest.bytes
+    if schema is not None:
+        with open(os.path.join(output_dir, "schema.json"), "w", encoding="utf-8") as f:
+            f.write(schema.to_json(indent=1) + "\n")
+    labels = os.path.join(output_dir, "labels.txt")
+    if os.path.exists(labels):
+        with open(labels, encoding="utf-8") as f:
+            summary.labels = f.read().splitlines()
+    with open(os.path.join(output_dir, "discarded.csv"), encoding="utf-8", newline="") as f:
+        summary.discarded = max(0, sum(1 for _ in csv.reader(f)) - 1)
