@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import time
-from dataclasses import asdict
 from typing import Any
 
 import apache_beam as beam
@@ -20,11 +18,13 @@ from .beam import WriteExamples
 from .conversion import (
     SPLITS,
     ConversionSummary,
+    Job,
     check_row,
     discard_entry,
     features_of,
     label_kind,
     load_image,
+    write_side_files,
 )
 from .dataset_writer import Manifest, ShardInfo, _existing, _write_json_atomically, manifest_path
 from .example import encode_example
@@ -86,22 +86,9 @@ def _csv_line(entry: dict[str, Any], columns: list[str]) -> str:
     return out.getvalue().rstrip("\r\n")
 
 
-def convert_with_beam(
-    rows,
-    columns,
-    roles,
-    by_role,
-    output_dir,
-    runner,
-    pipeline_options,
-    num_shards,
-    compression,
-    image_size,
-    image_format,
-    overwrite,
-    progress,
-    started,
-) -> ConversionSummary:
+def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -> ConversionSummary:
+    rows, columns, roles, by_role = job.rows, job.columns, job.roles, job.by_role
+    output_dir, compression = job.output_dir, job.compression
     if compression not in (None, "gzip"):
         raise ValueError('Beam conversion writes compression=None or "gzip"')
     local = "://" not in output_dir
@@ -109,7 +96,7 @@ def convert_with_beam(
         os.makedirs(output_dir, exist_ok=True)
         prefixes = [os.path.join(output_dir, s.lower()) for s in SPLITS]
         existing = [p for prefix in prefixes for p in _existing(prefix)]
-        if existing and not overwrite:
+        if existing and not job.overwrite:
             raise FileExistsError(
                 17, "converted splits already exist; pass overwrite=True", existing[0]
             )
@@ -132,7 +119,7 @@ def convert_with_beam(
             | "Rows" >> beam.Create(list(enumerate(rows)))
             | "Check" >> beam.ParDo(_Check(by_role, columns)).with_outputs(DISCARDED, main="kept")
         )
-        convert_fn = _Convert(roles, by_role, columns, image_size, image_format)
+        convert_fn = _Convert(roles, by_role, columns, job.image_size, job.image_format)
         if strings:
             vocab = (
                 checked.kept
@@ -168,7 +155,7 @@ def convert_with_beam(
                 | f"Write{split}"
                 >> WriteExamples(
                     f"{output_dir}/{split.lower()}",
-                    num_shards=num_shards or 0,
+                    num_shards=job.num_shards or 0,
                     compression=compression,
                 )
             )
@@ -186,20 +173,18 @@ def convert_with_beam(
             )
         )
     summary = ConversionSummary(output_dir)
+    schema = _finish_locally(output_dir, compression, summary) if local else None
+    summary.seconds = time.monotonic() - job.started
     if local:
-        _finish_locally(output_dir, compression, summary)
-    summary.seconds = time.monotonic() - started
-    if local:
-        with open(os.path.join(output_dir, "summary.json"), "w", encoding="utf-8") as f:
-            json.dump(asdict(summary), f, indent=1)
-    if progress:
+        write_side_files(output_dir, summary, schema)
+    if job.progress:
         print(summary)
     return summary
 
 
-def _finish_locally(output_dir: str, compression: str | None, summary: ConversionSummary) -> None:
-    """What the local runner also writes: manifests, indexes, schema and summary; splits
-    that received no rows are removed."""
+def _finish_locally(output_dir: str, compression: str | None, summary: ConversionSummary) -> Any:
+    """What the local runner also writes: manifests and indexes; splits that received no
+    rows are removed. Returns the schema of what was written."""
     schema = None
     for split in SPLITS:
         prefix = os.path.join(output_dir, split.lower())
@@ -228,12 +213,10 @@ def _finish_locally(output_dir: str, compression: str | None, summary: Conversio
         _write_json_atomically(manifest.path, manifest.to_dict())
         summary.rows[split] = manifest.records
         summary.bytes += manifest.bytes
-    if schema is not None:
-        with open(os.path.join(output_dir, "schema.json"), "w", encoding="utf-8") as f:
-            f.write(schema.to_json(indent=1) + "\n")
     labels = os.path.join(output_dir, "labels.txt")
     if os.path.exists(labels):
         with open(labels, encoding="utf-8") as f:
             summary.labels = f.read().splitlines()
     with open(os.path.join(output_dir, "discarded.csv"), encoding="utf-8", newline="") as f:
         summary.discarded = max(0, sum(1 for _ in csv.reader(f)) - 1)
+    return schema

@@ -32,6 +32,33 @@ _CHANNELS = {"1": 1, "L": 1, "LA": 2, "P": 3, "RGB": 3, "YCbCr": 3, "CMYK": 4, "
 
 
 @dataclass
+class Job:
+    """One conversion's rows and settings, as a runner receives them."""
+
+    rows: list[dict[str, Any]]
+    columns: list[str]
+    roles: dict[str, str]
+    by_role: dict[str, str]
+    output_dir: str
+    num_shards: int | None
+    compression: str | None
+    image_size: tuple[int, int] | None
+    image_format: str | None
+    overwrite: bool
+    progress: bool
+    started: float
+
+
+def write_side_files(output_dir: str, summary: ConversionSummary, schema: Any) -> None:
+    """``schema.json`` (when anything was written) and ``summary.json``."""
+    if schema is not None:
+        with open(os.path.join(output_dir, "schema.json"), "w", encoding="utf-8") as f:
+            f.write(schema.to_json(indent=1) + "\n")
+    with open(os.path.join(output_dir, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(asdict(summary), f, indent=1)
+
+
+@dataclass
 class ConversionSummary:
     """What :func:`convert` wrote."""
 
@@ -209,14 +236,12 @@ def convert(
     if runner.lower() != "local":
         from ._beam_conversion import convert_with_beam
 
-        return convert_with_beam(
+        job = Job(
             rows,
             columns,
             roles,
             by_role,
             output_dir,
-            runner,
-            pipeline_options or {},
             num_shards,
             compression,
             image_size,
@@ -225,6 +250,7 @@ def convert(
             progress,
             started,
         )
+        return convert_with_beam(job, runner, dict(pipeline_options or {}))
     os.makedirs(output_dir, exist_ok=True)
     discarded: list[dict[str, Any]] = []
 
@@ -297,9 +323,6 @@ def convert(
         summary.rows[split] = manifest.records
         summary.bytes += manifest.bytes
         written_schema = manifest.schema
-    if written_schema is not None:
-        with open(os.path.join(output_dir, "schema.json"), "w", encoding="utf-8") as f:
-            f.write(written_schema.to_json(indent=1) + "\n")
     if vocab is not None:
         with open(os.path.join(output_dir, "labels.txt"), "w", encoding="utf-8") as f:
             f.writelines(v + "\n" for v in vocab)
@@ -307,8 +330,7 @@ def convert(
     write_discarded(os.path.join(output_dir, "discarded.csv"), columns, discarded)
     summary.discarded = len(discarded)
     summary.seconds = time.monotonic() - started
-    with open(os.path.join(output_dir, "summary.json"), "w", encoding="utf-8") as f:
-        json.dump(asdict(summary), f, indent=1)
+    write_side_files(output_dir, summary, written_schema)
     if progress:
         print(summary)
     return summary
