@@ -447,7 +447,7 @@ def main() -> None:
                 n / t,
                 tf_loop_rate,
                 "TensorFlow tutorial loop",
-                ">= 20x" if workers == 1 else "",
+                ">= 20x (default workers: all cores)" if workers == 2 else "",
             )
         )
     speedup = per_workers[2] / per_workers[1]
