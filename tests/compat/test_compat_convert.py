@@ -61,3 +61,40 @@ def test_tensorflow_reads_converted_splits(tmp_path):
             else:
                 assert np.abs(image.astype(int) - reference.astype(int)).mean() < 3
             assert ex["label"].numpy() == ["ant", "zebra"].index(row["label"])
+
+
+def test_real_photographs_from_scikit_learn(tmp_path):
+    import sklearn
+
+    photos = os.path.join(os.path.dirname(sklearn.__file__), "datasets", "images")
+    rows = [
+        {"split": "TRAIN", "image_uri": os.path.join(photos, "china.jpg"), "label": "temple"},
+        {"split": "TRAIN", "image_uri": os.path.join(photos, "flower.jpg"), "label": "flower"},
+        {"split": "TEST", "image_uri": os.path.join(photos, "flower.jpg"), "label": "flower"},
+    ]
+    with open(tmp_path / "photos.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["split", "image_uri", "label"])
+        w.writeheader()
+        w.writerows(rows)
+    summary = tfr.convert(tmp_path / "photos.csv", tmp_path / "out", progress=False)
+    assert summary.rows == {"TRAIN": 2, "TEST": 1} and summary.labels == ["flower", "temple"]
+    spec = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "image_height": tf.io.FixedLenFeature([], tf.int64),
+        "image_width": tf.io.FixedLenFeature([], tf.int64),
+        "image_format": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+    }
+    files = sorted(str(p) for p in (tmp_path / "out").glob("train-*.tfrecord"))
+    for ex, row in zip(
+        tf.data.TFRecordDataset(files).map(lambda x: tf.io.parse_single_example(x, spec)),
+        rows[:2],
+        strict=True,
+    ):
+        image = tf.io.decode_jpeg(ex["image"]).numpy()
+        assert image.shape == (427, 640, 3)  # both sample photographs are 640x427
+        assert (ex["image_height"].numpy(), ex["image_width"].numpy()) == (427, 640)
+        assert ex["image_format"].numpy() == b"jpeg"
+        assert ex["label"].numpy() == ["flower", "temple"].index(row["label"])
+        with open(row["image_uri"], "rb") as f:
+            assert ex["image"].numpy() == f.read()
