@@ -344,7 +344,8 @@ def write_dataset(
     of dicts (one Example per dict), or an iterable of already-serialized records (bytes).
     Columns become features by dtype (see :func:`tfrecordkit.encode_examples`); ``schema``
     overrides the dtypes inferred. Tables are encoded and written on native threads,
-    ``workers`` shards at a time, with no Python object per row.
+    ``workers`` (default: all cores) shards at a time, with no Python object per row;
+    ``workers=1`` uses one thread.
 
     Shards: ``num_shards`` fixed, or as many as keep each under ``max_shard_bytes`` and, given
     ``hosts`` (reading machines), at least ten per host when the data is large enough.
@@ -441,21 +442,26 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
 
     table = as_table(data, schema)
     native = table.native()
-    sizes = _core.framed_row_sizes(table.names, native, table.rows)
-    cumulative = np.cumsum(sizes, dtype=np.uint64)
-    total = int(cumulative[-1]) if table.rows else 0
-    n = _plan_shards(total, num_shards, max_bytes, hosts)
-    n = min(n, max(1, table.rows)) if num_shards is None else n
-    # Contiguous row runs of about equal bytes.
     if num_shards is not None:
+        # Contiguous runs of equal row counts.
+        n = _plan_shards(0, num_shards, max_bytes, hosts)
         bounds = [table.rows * k // n for k in range(n + 1)]
     else:
+        # Contiguous runs of about equal bytes.
+        sizes = _core.framed_row_sizes(table.names, native, table.rows)
+        cumulative = np.cumsum(sizes, dtype=np.uint64)
+        total = int(cumulative[-1]) if table.rows else 0
+        n = min(_plan_shards(total, None, max_bytes, hosts), max(1, table.rows))
         targets = [total * k / n for k in range(1, n)]
         cuts = (int(np.searchsorted(cumulative, t, side="right")) for t in targets)
         # A row larger than the limit can make cuts coincide; never write an empty shard.
         bounds = sorted({0, *cuts, table.rows}) if table.rows else [0, 0]
         n = len(bounds) - 1
-    workers = max(1, min(workers or os.cpu_count() or 1, n))
+    threads = max(1, workers or os.cpu_count() or 1)
+    workers = min(threads, n)
+    # Shards are written side by side; a shard's rows are split across threads only when
+    # there are fewer shards than threads to keep busy.
+    within = workers < threads
     bar = _Progress(progress, table.rows, "writing")
 
     def write(k: int) -> dict[str, Any]:
@@ -463,7 +469,7 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
         start, end = bounds[k], bounds[k + 1]
         for a in range(start, end, _CHUNK_ROWS):
             b = min(a + _CHUNK_ROWS, end)
-            w.write_columns(table.names, native, table.rows, a, b, workers == 1)
+            w.write_columns(table.names, native, table.rows, a, b, within)
             bar.update(b - a)
         return shards.finish(w)
 
