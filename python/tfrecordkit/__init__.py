@@ -29,6 +29,7 @@ from .example import (
     encode_sequence_example,
 )
 from .index import RecordIndex, build_index
+from .indexed import IndexedDataset
 from .records import (
     RecordWriter,
     count,
@@ -62,6 +63,7 @@ __all__ = [
     "FileReport",
     "FixedLen",
     "FixedLenSequence",
+    "IndexedDataset",
     "Manifest",
     "Ragged",
     "ReadReport",

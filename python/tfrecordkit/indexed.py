@@ -1,0 +1,161 @@
+"""Random access over many files: ``tfr.IndexedDataset``.
+
+A map-style dataset (``len``, ``[i]``, ``__getitems__``) over the records of several files,
+through their ``.idx`` / ``.gzi`` sidecars, with a global shuffle (a permutation over all
+records, not a buffer) and iteration that can be stopped and resumed exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import index as _index
+from .index import RecordIndex
+from .records import Paths, expand_paths
+from .schema import Schema, _as_schema, parse_example, parse_examples
+
+__all__ = ["BatchIterator", "IndexedDataset"]
+
+
+class IndexedDataset(Sequence[Any]):
+    """The records of ``paths`` by global position: raw bytes, or, with a ``schema``,
+    parsed Examples (dicts of arrays).
+
+    Every file needs an index sidecar (written by ``write_dataset``, by
+    ``RecordWriter(..., index=True)``, or by ``tfrecordkit index``); ``build_index=True``
+    writes missing ones for uncompressed files. Usable as a map-style PyTorch dataset,
+    ``DistributedSampler`` included.
+
+    >>> ds = IndexedDataset("train-*.tfrecord", schema)  # doctest: +SKIP
+    >>> len(ds), ds[12_345]["label"]  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        paths: Paths,
+        schema: Mapping[str, Any] | None = None,
+        *,
+        build_index: bool = False,
+        verify: bool = True,
+    ) -> None:
+        self.files = expand_paths(paths)
+        if build_index:
+            for f in self.files:
+                if not (os.path.exists(f + ".idx") or os.path.exists(f + ".gzi")):
+                    _index.build_index(f)
+        self._indexes = [RecordIndex(f, verify=verify) for f in self.files]
+        self._starts = np.cumsum([0, *(len(i) for i in self._indexes)])
+        self.schema: Schema | None = None if schema is None else _as_schema(schema)
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def _record(self, i: int) -> bytes:
+        n = len(self)
+        k = i + n if i < 0 else i
+        if not 0 <= k < n:
+            raise IndexError(f"record {i} out of range for {n} records")
+        f = int(np.searchsorted(self._starts, k, side="right")) - 1
+        return self._indexes[f][k - int(self._starts[f])]
+
+    def __getitem__(self, i: int | slice) -> Any:  # type: ignore[override]
+        if isinstance(i, slice):
+            return self.__getitems__(list(range(*i.indices(len(self)))))
+        record = self._record(int(i))
+        return record if self.schema is None else parse_example(record, self.schema)
+
+    def __getitems__(self, indices: Sequence[int]) -> list[Any]:
+        """The items at ``indices`` (PyTorch's batched fetch), parsed in one native call."""
+        records = [self._record(int(i)) for i in indices]
+        if self.schema is None:
+            return records
+        batch = parse_examples(records, self.schema)
+        return [{k: v[j] for k, v in batch.items()} for j in range(len(records))]
+
+    def get_batch(self, indices: Sequence[int]) -> Any:
+        """The items at ``indices`` as one batch: a list of bytes, or ``parse_examples``'s
+        dict of columns when there is a schema."""
+        records = [self._record(int(i)) for i in indices]
+        return records if self.schema is None else parse_examples(records, self.schema)
+
+    def permutation(self, seed: int, epoch: int = 0) -> np.ndarray:
+        """A global shuffle: the same order for the same ``seed`` and ``epoch``."""
+        return np.random.default_rng([seed, epoch]).permutation(len(self))
+
+    def batches(
+        self,
+        batch_size: int,
+        *,
+        shuffle: bool = False,
+        seed: int = 0,
+        epoch: int = 0,
+        drop_remainder: bool = False,
+        num_shards: int = 1,
+        shard: int = 0,
+        state: Mapping[str, Any] | None = None,
+    ) -> BatchIterator:
+        """Iterates over batches (see :meth:`get_batch`), resumable from ``.state()``.
+
+        ``num_shards`` / ``shard`` give this consumer (a rank or a worker) every
+        ``num_shards``-th position of the order, so consumers never read a record twice.
+        """
+        return BatchIterator(
+            self, batch_size, shuffle, seed, epoch, drop_remainder, num_shards, shard, state
+        )
+
+
+class BatchIterator(Iterator[Any]):
+    """Batches of an :class:`IndexedDataset`; ``state()`` is a small JSON-able dict from
+    which ``IndexedDataset.batches(..., state=...)`` continues exactly where this stopped."""
+
+    def __init__(
+        self,
+        ds: IndexedDataset,
+        batch_size: int,
+        shuffle: bool,
+        seed: int,
+        epoch: int,
+        drop_remainder: bool,
+        num_shards: int,
+        shard: int,
+        state: Mapping[str, Any] | None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if not 0 <= shard < num_shards:
+            raise ValueError(f"shard {shard} is not in 0..{num_shards - 1}")
+        self.ds = ds
+        self.batch_size = batch_size
+        self.shuffle, self.seed, self.epoch = shuffle, seed, epoch
+        self.drop_remainder = drop_remainder
+        self.num_shards, self.shard = num_shards, shard
+        self.position = 0
+        if state is not None:
+            if (state["seed"], state["epoch"], state["shuffle"]) != (seed, epoch, shuffle):
+                raise ValueError("the state belongs to another order (seed, epoch or shuffle)")
+            self.position = int(state["position"])
+        order = ds.permutation(seed, epoch) if shuffle else np.arange(len(ds))
+        self._order = order[shard::num_shards]
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "shuffle": self.shuffle,
+            "position": self.position,
+        }
+
+    def __iter__(self) -> BatchIterator:
+        return self
+
+    def __next__(self) -> Any:
+        left = len(self._order) - self.position
+        if left <= 0 or (self.drop_remainder and left < self.batch_size):
+            raise StopIteration
+        take = self._order[self.position : self.position + self.batch_size]
+        self.position += len(take)
+        return self.ds.get_batch(take)
