@@ -11,6 +11,7 @@ import sys as _sys
 from . import errors
 from ._core import __version__
 from .conversion import ConversionSummary, convert, register_pandas_accessor
+from .dataset import AUTOTUNE, Dataset, DatasetIterator
 from .dataset_writer import Manifest, ShardInfo, write_dataset
 from .errors import (
     CorruptRecordError,
@@ -55,10 +56,13 @@ if "pandas" in _sys.modules:
     register_pandas_accessor()
 
 __all__ = [
+    "AUTOTUNE",
     "ConversionSummary",
     "CorruptRecordError",
     "DataLossError",
     "DataLossWarning",
+    "Dataset",
+    "DatasetIterator",
     "ExampleDecodeError",
     "FileReport",
     "FixedLen",

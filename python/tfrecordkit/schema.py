@@ -181,7 +181,7 @@ def _spec_from_dict(d: Mapping[str, Any]) -> Spec:
     raise ValueError(f"unknown feature kind {kind!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Ragged:
     """Variable-length rows: row ``i`` is ``values[row_splits[i]:row_splits[i + 1]]``."""
 
@@ -194,6 +194,16 @@ class Ragged:
 
     def __len__(self) -> int:
         return len(self.row_splits) - 1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Ragged):
+            return NotImplemented
+        return bool(
+            np.array_equal(self.row_splits, other.row_splits)
+            and np.array_equal(self.values, other.values)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __getitem__(self, i: int) -> np.ndarray:
         n = len(self)

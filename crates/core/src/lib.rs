@@ -7,6 +7,7 @@ pub mod crc;
 pub mod error;
 pub mod example;
 pub mod parse;
+pub mod pipeline;
 pub mod reader;
 pub mod wire;
 pub mod writer;

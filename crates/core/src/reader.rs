@@ -79,7 +79,7 @@ pub type FileRecordReader = RecordReader<io::Chain<Cursor<Vec<u8>>, File>>;
 impl FileRecordReader {
     /// Opens `path`, detecting its compression when `opts.compression` is `None`.
     pub fn open(path: &str, opts: &ReadOptions) -> Result<Self> {
-        let mut file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
+        let file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
         let meta = file.metadata().map_err(|e| Error::io(e, Some(path)))?;
         if meta.is_dir() {
             return Err(Error::io(
@@ -87,20 +87,34 @@ impl FileRecordReader {
                 Some(path),
             ));
         }
+        let size = (meta.is_file() && !opts.follow).then_some(meta.len());
+        RecordReader::from_stream(file, path, size, opts)
+    }
+}
+
+impl<R: Read> RecordReader<io::Chain<Cursor<Vec<u8>>, R>> {
+    /// Reads records from any stream, detecting its compression from its first bytes and
+    /// `path` when `opts.compression` is `None`. `size`, when known, bounds the length a
+    /// damaged header can claim in an uncompressed stream.
+    pub fn from_stream(
+        mut inner: R,
+        path: &str,
+        size: Option<u64>,
+        opts: &ReadOptions,
+    ) -> Result<Self> {
         let mut head = Vec::with_capacity(HEAD_LEN);
-        (&mut file)
+        (&mut inner)
             .take(HEAD_LEN as u64)
             .read_to_end(&mut head)
             .map_err(|e| Error::io(e, Some(path)))?;
-        // An empty file holds no records, whatever compression it was meant to have.
+        // An empty stream holds no records, whatever compression it was meant to have.
         let compression = if head.is_empty() {
             Compression::None
         } else {
             Compression::resolve(opts.compression, Path::new(path), &head)
         };
-        let total = (compression == Compression::None && meta.is_file() && !opts.follow)
-            .then_some(meta.len());
-        let source = Cursor::new(head.clone()).chain(file);
+        let total = size.filter(|_| compression == Compression::None);
+        let source = Cursor::new(head.clone()).chain(inner);
         let mut reader = RecordReader::new(source, compression, path, opts);
         reader.total_len = total;
         reader.head = head;

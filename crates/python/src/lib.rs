@@ -7,6 +7,7 @@ use tfrecordkit_core::Feature;
 mod convert;
 mod errors;
 mod parse;
+mod pipeline;
 mod records;
 mod table;
 
@@ -94,6 +95,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<parse::CompiledSchema>()?;
     m.add_class::<records::RecordReader>()?;
     m.add_class::<records::RecordWriter>()?;
+    m.add_class::<pipeline::Pipeline>()?;
+    m.add_class::<pipeline::PipelineCache>()?;
+    m.add_class::<pipeline::FileOrder>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

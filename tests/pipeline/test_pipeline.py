@@ -1,0 +1,371 @@
+"""tfr.Dataset: the tf.data vocabulary on native threads."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import time
+import warnings
+
+import numpy as np
+import pytest
+import tfrecordkit as tfr
+
+
+def test_from_files_reads_every_record_in_order(shards, helpers):
+    paths = shards([5, 0, 7, 3])
+    records = list(tfr.Dataset.from_files(paths))
+    assert records == list(tfr.read_records(paths))
+    assert helpers.ids_of(records) == list(range(15))
+
+
+def test_list_files_yields_sorted_names_and_seeded_shuffles(shards):
+    paths = shards([1, 1, 1, 1, 1])
+    pattern = os.path.join(os.path.dirname(paths[0]), "part-*.tfrecord")
+    assert list(tfr.Dataset.list_files(pattern)) == sorted(paths)
+    a = list(tfr.Dataset.list_files(pattern, shuffle=True, seed=7))
+    b = list(tfr.Dataset.list_files(pattern, shuffle=True, seed=7))
+    assert a == b and sorted(a) == sorted(paths)
+    orders = {tuple(tfr.Dataset.list_files(pattern, shuffle=True, seed=s)) for s in range(8)}
+    assert len(orders) > 1
+
+
+@pytest.mark.parametrize("cycle, block", [(1, 1), (2, 1), (3, 2), (4, 3), (8, 1)])
+def test_interleave_follows_tf_data_order(shards, helpers, cycle, block):
+    counts = [5, 1, 0, 9, 4, 6, 2]
+    paths = shards(counts)
+    ds = tfr.Dataset.list_files(paths).interleave(cycle_length=cycle, block_length=block)
+    expected = helpers.reference_interleave(helpers.file_ranges(counts), cycle, block)
+    assert helpers.ids_of(list(ds)) == expected
+
+
+def test_nondeterministic_interleave_delivers_every_record_once(shards, helpers):
+    counts = [300, 1, 700, 0, 250]
+    paths = shards(counts)
+    ds = tfr.Dataset.list_files(paths).interleave(cycle_length=3, deterministic=False)
+    assert sorted(helpers.ids_of(list(ds))) == list(range(sum(counts)))
+
+
+def test_parse_and_batch_match_parse_examples(shards, helpers):
+    paths = shards([40, 37])
+    records = list(tfr.read_records(paths))
+    batches = list(tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).batch(16))
+    assert [len(b["id"]) for b in batches] == [16, 16, 16, 16, 13]
+    for i, batch in enumerate(batches):
+        want = tfr.parse_examples(records[16 * i : 16 * (i + 1)], helpers.SCHEMA)
+        np.testing.assert_array_equal(batch["id"], want["id"])
+        np.testing.assert_array_equal(batch["x"], want["x"])
+        assert batch["tokens"] == want["tokens"]
+        assert list(batch["name"]) == list(want["name"])
+    dropped = list(
+        tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).batch(16, drop_remainder=True)
+    )
+    assert len(dropped) == 4
+
+
+def test_unbatched_parse_yields_one_example_at_a_time(shards, helpers):
+    paths = shards([6])
+    examples = list(tfr.Dataset.from_files(paths).parse(helpers.SCHEMA))
+    assert [int(e["id"]) for e in examples] == list(range(6))
+    assert examples[3]["tokens"].tolist() == [0, 1, 2]
+    assert examples[5]["x"].tolist() == [2.5, -5.0]
+    assert examples[1]["name"] == b"r1"
+
+
+def test_raw_batches_are_lists_of_records(shards):
+    paths = shards([5])
+    batches = list(tfr.Dataset.from_files(paths).batch(2))
+    assert [len(b) for b in batches] == [2, 2, 1]
+    assert all(b.dtype == object and isinstance(r, bytes) for b in batches for r in b)
+
+
+def test_seeded_shuffle_repeats_across_runs_and_changes_across_epochs(shards, helpers):
+    paths = shards([300, 200])
+
+    def make():
+        return tfr.Dataset.from_files(paths).shuffle(100, seed=3).parse(helpers.SCHEMA).batch(50)
+
+    first = make()
+    epoch0 = helpers.ids_of(list(first))
+    epoch1 = helpers.ids_of(list(first))
+    assert sorted(epoch0) == list(range(500)) and sorted(epoch1) == list(range(500))
+    assert epoch0 != list(range(500))
+    assert epoch0 != epoch1
+    again = make()
+    assert helpers.ids_of(list(again)) == epoch0
+    assert helpers.ids_of(list(again)) == epoch1
+
+
+def test_shuffle_buffer_bounds_how_far_records_move(shards, helpers):
+    paths = shards([1000])
+    ids = helpers.ids_of(list(tfr.Dataset.from_files(paths).shuffle(10, seed=1)))
+    assert sorted(ids) == list(range(1000))
+    # A record can leave the buffer no earlier than buffer_size - 1 places ahead.
+    assert all(pos >= i - 9 for pos, i in enumerate(ids))
+    assert helpers.ids_of(list(tfr.Dataset.from_files(paths).shuffle(1))) == list(range(1000))
+
+
+def test_repeat_take_skip_shard(shards, helpers):
+    paths = shards([4, 3])
+    base = tfr.Dataset.from_files(paths)
+    assert helpers.ids_of(list(base.repeat(3))) == list(range(7)) * 3
+    assert helpers.ids_of(list(base.repeat().take(17))) == (list(range(7)) * 3)[:17]
+    assert helpers.ids_of(list(base.skip(5))) == [5, 6]
+    assert helpers.ids_of(list(base.take(0))) == []
+    assert helpers.ids_of(list(base.shard(3, 1))) == [1, 4]
+    assert helpers.ids_of(list(base.repeat(0))) == []
+    files = tfr.Dataset.list_files(paths)
+    assert list(files.shard(2, 1)) == [paths[1]]
+    assert list(files.repeat(2)) == paths * 2
+    assert helpers.ids_of(list(files.skip(1).interleave())) == [4, 5, 6]
+
+
+def test_repeat_reshuffles_every_epoch(shards, helpers):
+    paths = shards([50])
+    ids = helpers.ids_of(list(tfr.Dataset.from_files(paths).shuffle(50, seed=9).repeat(2)))
+    assert sorted(ids[:50]) == sorted(ids[50:]) == list(range(50))
+    assert ids[:50] != ids[50:]
+
+
+def test_repeat_of_an_empty_dataset_ends(shards):
+    paths = shards([0])
+    assert list(tfr.Dataset.from_files(paths).repeat()) == []
+    assert list(tfr.Dataset.from_files(paths).map(lambda r: r).repeat()) == []
+
+
+def test_memory_cache_replays_without_the_files(shards, helpers):
+    paths = shards([30, 30])
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).cache().batch(25)
+    first = helpers.ids_of(list(ds))
+    for p in paths:
+        os.remove(p)
+    assert helpers.ids_of(list(ds)) == first == list(range(60))
+    shuffled = (
+        tfr.Dataset.from_files(shards([20], name="more")).cache().shuffle(20, seed=1).repeat(2)
+    )
+    ids = helpers.ids_of(list(shuffled))
+    assert sorted(ids[:20]) == sorted(ids[20:]) and ids[:20] != ids[20:]
+
+
+def test_file_cache_is_written_after_a_full_pass_only(shards, helpers, tmp_path):
+    paths = shards([5000])
+    cache = str(tmp_path / "cache.tfrecord")
+    ds = tfr.Dataset.from_files(paths).cache(cache)
+    it = iter(ds.batch(10))
+    next(it)
+    it.close()
+    assert not os.path.exists(cache)
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".cache")]
+    assert helpers.ids_of(list(ds)) == list(range(5000))
+    assert list(tfr.read_records(cache)) == list(tfr.read_records(paths))
+    os.remove(paths[0])
+    # A later pipeline (a later run) reads the cache file instead of the sources.
+    again = tfr.Dataset.from_files([cache]).cache(cache)
+    assert helpers.ids_of(list(again)) == list(range(5000))
+
+
+def test_map_and_filter_run_in_python(shards, helpers):
+    paths = shards([20])
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA)
+    ids = [int(x) for x in ds.map(lambda e: e["id"] * 10).filter(lambda v: v % 20 == 0)]
+    assert ids == list(range(0, 200, 20))
+    threaded = ds.map(lambda e: int(e["id"]) ** 2, num_parallel_calls=tfr.AUTOTUNE)
+    assert list(threaded) == [i * i for i in range(20)]
+    per_batch = ds.batch(8).map(lambda b: b["id"].sum())
+    assert [int(s) for s in per_batch] == [28, 92, 70]
+
+
+def test_python_batch_stacks_mapped_examples(shards, helpers):
+    paths = shards([5])
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).map(lambda e: e).batch(3)
+    first, second = list(ds)
+    np.testing.assert_array_equal(first["id"], [0, 1, 2])
+    assert first["x"].shape == (3, 2)
+    assert first["tokens"].to_list() == [[], [0], [0, 1]]
+    assert second["name"].tolist() == [b"r3", b"r4"]
+    pairs = list(tfr.Dataset.from_files(paths).map(lambda r: (len(r), r)).batch(5))
+    assert pairs[0][0].shape == (5,) and len(pairs[0][1]) == 5
+
+
+def test_python_stages_after_map(shards, helpers):
+    paths = shards([30])
+    ds = tfr.Dataset.from_files(paths).map(lambda r: r)
+    ids = helpers.ids_of(list(ds.shuffle(10, seed=2).prefetch(3).cache().repeat(2)))
+    assert sorted(ids[:30]) == list(range(30)) and ids[:30] == ids[30:]
+    assert helpers.ids_of(list(ds.skip(3).take(2))) == [3, 4]
+    assert helpers.ids_of(list(ds.shard(10, 9))) == [9, 19, 29]
+    parsed = list(ds.parse(helpers.SCHEMA).take(2))
+    assert [int(e["id"]) for e in parsed] == [0, 1]
+
+
+def test_errors_in_map_reach_the_consumer(shards):
+    paths = shards([5])
+
+    def boom(r):
+        raise RuntimeError("bad map")
+
+    with pytest.raises(RuntimeError, match="bad map"):
+        list(tfr.Dataset.from_files(paths).map(boom).prefetch(2))
+
+
+def test_misuse_is_reported_clearly(shards, helpers):
+    paths = shards([2])
+    files = tfr.Dataset.list_files(paths)
+    with pytest.raises(TypeError, match="interleave"):
+        files.parse(helpers.SCHEMA)
+    with pytest.raises(TypeError, match="holds records"):
+        files.interleave().interleave()
+    with pytest.raises(TypeError, match="parsed already"):
+        files.interleave().parse(helpers.SCHEMA).parse(helpers.SCHEMA)
+    with pytest.raises(ValueError, match="batch_size"):
+        files.interleave().batch(0)
+    with pytest.raises(ValueError, match="buffer_size"):
+        files.interleave().shuffle(-1)
+    with pytest.raises(ValueError, match="index"):
+        files.shard(2, 2)
+    with pytest.raises(ValueError, match="on_error"):
+        tfr.Dataset.from_files(paths, on_error="ignore")
+    with pytest.raises(FileNotFoundError):
+        tfr.Dataset.list_files(os.path.join(os.path.dirname(paths[0]), "nothing-*.tfrecord"))
+
+
+def _damage(path: str, at: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def test_damaged_record_raises_with_its_location(shards, helpers):
+    paths = shards([10, 10])
+    size = len(helpers.example(10)) + 16
+    _damage(paths[1], size + 20)  # inside the data of the second record of file 1
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).batch(4)
+    seen = []
+    with pytest.raises(tfr.CorruptRecordError) as info:
+        for batch in ds:
+            seen.extend(batch["id"].tolist())
+    assert info.value.path == paths[1]
+    assert info.value.offset == size
+    assert info.value.record_index == 1
+    # Nothing read before the damage is lost.
+    assert seen == list(range(11))
+
+
+def test_skip_and_warn_go_past_damage(shards, helpers):
+    paths = shards([10, 10])
+    size = len(helpers.example(10)) + 16
+    _damage(paths[1], size + 20)
+    skipped = tfr.Dataset.from_files(paths, on_error="skip").parse(helpers.SCHEMA).batch(4)
+    ids = helpers.ids_of(list(skipped))
+    assert ids == [i for i in range(20) if i != 11]
+    with pytest.warns(tfr.DataLossWarning, match="skipped"):
+        list(tfr.Dataset.from_files(paths, on_error="warn"))
+    errors = []
+    list(tfr.Dataset.from_files(paths, on_error=errors.append).batch(3))
+    assert len(errors) == 1 and errors[0].record_index == 1
+
+
+def test_unparsable_example_is_located_and_skippable(tmp_path, helpers):
+    path = str(tmp_path / "mixed.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        for i in range(6):
+            w.write(helpers.example(i) if i != 4 else tfr.encode_example({"id": [1, 2]}))
+    ds = tfr.Dataset.from_files(path).parse(helpers.SCHEMA).batch(3)
+    with pytest.raises(tfr.SchemaError) as info:
+        list(ds)
+    assert info.value.path == path and info.value.record_index == 4
+    assert info.value.offset == sum(len(helpers.example(i)) + 16 for i in range(4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batches = list(tfr.Dataset.from_files(path, on_error="warn").parse(helpers.SCHEMA).batch(3))
+    assert helpers.ids_of(batches) == [0, 1, 2, 3, 5]
+    assert len(caught) == 1 and "record 4" in str(caught[0].message)
+
+
+def test_missing_file_raises_file_not_found(shards):
+    paths = shards([3, 3])
+    ds = tfr.Dataset.from_files(paths)
+    os.remove(paths[1])
+    with pytest.raises(FileNotFoundError):
+        list(ds)
+
+
+def test_gzip_shards(shards, helpers):
+    paths = shards([50, 60], compression="gzip")
+    ds = tfr.Dataset.list_files(paths).interleave(cycle_length=2).parse(helpers.SCHEMA).batch(32)
+    assert sorted(helpers.ids_of(list(ds))) == list(range(110))
+
+
+def test_resume_equals_uninterrupted(shards, helpers):
+    paths = shards([70, 50, 80])
+    ds = (
+        tfr.Dataset.list_files(paths, shuffle=True, seed=4)
+        .interleave(cycle_length=2, block_length=3)
+        .parse(helpers.SCHEMA)
+        .shuffle(64, seed=5)
+        .batch(16)
+    )
+    full = helpers.ids_of(list(ds.iterate(epoch=3)))
+    it = ds.iterate(epoch=3)
+    head = [next(it) for _ in range(5)]
+    state = json.loads(json.dumps(it.state()))
+    it.close()
+    rest = list(ds.iterate(state=state))
+    assert helpers.ids_of(head) + helpers.ids_of(rest) == full
+    other = tfr.Dataset.from_files(paths).batch(16)
+    with pytest.raises(ValueError, match="different pipeline"):
+        other.iterate(state=state)
+    unseeded = tfr.Dataset.from_files(paths).shuffle(10)
+    with pytest.raises(ValueError, match="seed"):
+        iter(unseeded).state()
+    sloppy = tfr.Dataset.list_files(paths).interleave(deterministic=False)
+    with pytest.raises(ValueError, match="deterministic"):
+        iter(sloppy).state()
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+@pytest.mark.parametrize("consumers", [1, 2, 3, 5, 8])
+def test_consumers_split_work_exactly_once(shards, helpers, consumers, deterministic):
+    counts = [40, 0, 13, 27, 31, 9]
+    paths = shards(counts)
+    ds = (
+        tfr.Dataset.list_files(paths, shuffle=True)
+        .interleave(cycle_length=2, deterministic=deterministic)
+        .parse(helpers.SCHEMA)
+        .shuffle(32)
+        .batch(7)
+    )._fixed_seeds()
+    seen = collections.Counter()
+    for index in range(consumers):
+        seen.update(helpers.ids_of(list(ds._split(consumers, index).iterate(epoch=2))))
+    assert seen == collections.Counter(range(sum(counts)))
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_abandoned_iteration_stops_its_threads(shards):
+    paths = shards([5000, 5000, 5000])
+    before = _threads()
+    for deterministic in [True, False] * 10:
+        ds = tfr.Dataset.list_files(paths).interleave(cycle_length=3, deterministic=deterministic)
+        it = iter(ds.shuffle(1000).batch(10))
+        next(it)
+        assert _threads() > before
+        it.close()
+    deadline = time.monotonic() + 10
+    while _threads() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _threads() == before
+
+
+def test_repr_and_properties(shards, helpers):
+    paths = shards([1])
+    ds = tfr.Dataset.list_files(paths).interleave().parse(helpers.SCHEMA).batch(2)
+    assert repr(ds) == "<Dataset of 1 files.interleave.parse.batch>"
+    assert ds.files == paths
+    assert ds.element_schema == helpers.SCHEMA
