@@ -7,6 +7,9 @@ import numpy as np
 
 __all__ = [
     "CompiledSchema",
+    "FileOrder",
+    "Pipeline",
+    "PipelineCache",
     "RecordReader",
     "RecordWriter",
     "count_records",
@@ -99,3 +102,41 @@ class RecordWriter:
     def compression(self) -> str | None: ...
     @property
     def current_path(self) -> str: ...
+
+@final
+class PipelineCache:
+    def __new__(cls, filename: str | None = None) -> PipelineCache: ...
+    @property
+    def complete(self) -> bool: ...
+
+@final
+class FileOrder:
+    def __new__(cls, n: int, file_ops: list[tuple[Any, ...]], epoch: int = 0) -> FileOrder: ...
+    def __iter__(self) -> FileOrder: ...
+    def __next__(self) -> int: ...
+
+@final
+class Pipeline:
+    def __new__(
+        cls,
+        files: list[str],
+        *,
+        compression: str | None = "auto",
+        verify: bool = True,
+        max_record_bytes: int | None = None,
+        file_ops: list[tuple[Any, ...]] = ...,
+        cycle_length: int = 1,
+        block_length: int = 1,
+        deterministic: bool = True,
+        record_ops: list[tuple[Any, ...]] = ...,
+        batch_size: int = 256,
+        drop_remainder: bool = False,
+        schema: CompiledSchema | None = None,
+        parse_workers: int = 1,
+        prefetch: int = 2,
+        continue_on_error: bool = False,
+        epoch: int = 0,
+        opener: Any = None,
+    ) -> Pipeline: ...
+    def close(self) -> None: ...
+    def next(self) -> list[bytes] | tuple[int, list[Any]] | None: ...

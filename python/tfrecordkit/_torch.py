@@ -13,13 +13,17 @@ if TYPE_CHECKING:
     from .dataset import Dataset
 
 
-def consumer() -> tuple[int, int]:
+def distributed_rank() -> tuple[int, int] | None:
+    """``(rank, world_size)`` when this process is part of a ``torch.distributed`` group."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return None
+
+
+def consumer(rank: int, world: int) -> tuple[int, int]:
     """``(count, index)`` of this consumer among DataLoader workers and distributed ranks."""
     info = get_worker_info()
     worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-    rank, world = 0, 1
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
     return world * workers, rank * workers + worker
 
 
@@ -42,17 +46,34 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
     bytes stay NumPy object arrays, :class:`tfrecordkit.Ragged` stays as it is.
     """
 
-    def __init__(self, dataset: Dataset, *, epoch: int = 0, tensors: bool = True) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        *,
+        epoch: int = 0,
+        tensors: bool = True,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
         super().__init__()
         self.dataset = dataset
         self.epoch = epoch
         self.tensors = tensors
+        # DataLoader workers do not join the process group: the rank is read here, in
+        # the process that creates the adapter.
+        found = distributed_rank()
+        if rank is None and world_size is None and found is not None:
+            rank, world_size = found
+        self.rank, self.world_size = rank or 0, world_size or 1
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank {self.rank} is not in a world of {self.world_size}")
 
     def set_epoch(self, epoch: int) -> None:
         """Sets the epoch the next iteration reads (its shuffle order), in every worker."""
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[Any]:
-        count, index = consumer()
+        rank, world = distributed_rank() or (self.rank, self.world_size)
+        count, index = consumer(rank, world)
         for element in self.dataset._split(count, index).iterate(epoch=self.epoch):
             yield _tensors(element) if self.tensors else element

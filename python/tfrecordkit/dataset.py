@@ -83,7 +83,7 @@ def _expand_url(url: str) -> list[str]:
         raise ImportError(f"reading {url} needs fsspec: pip install 'tfrecordkit[remote]'") from exc
     if not set("*?[") & set(url):
         return [url]
-    fs, _, _ = fsspec.core.url_to_fs(url)
+    fs, _ = fsspec.core.url_to_fs(url)
     protocol = url.split("://", 1)[0]
     matches = sorted(fs.glob(url))
     if not matches:
@@ -323,14 +323,27 @@ class Dataset:
 
     # -- adapters ----------------------------------------------------------------------
 
-    def to_torch(self, *, epoch: int = 0, tensors: bool = True) -> Any:
+    def to_torch(
+        self,
+        *,
+        epoch: int = 0,
+        tensors: bool = True,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> Any:
         """A ``torch.utils.data.IterableDataset`` over this pipeline that splits the work
         among DataLoader workers and ``torch.distributed`` ranks so that every record is
-        delivered exactly once per epoch. Use ``DataLoader(ds, batch_size=None)`` when the
-        pipeline batches, and ``ds.set_epoch(e)`` before each epoch to reshuffle."""
+        delivered exactly once per epoch.
+
+        Call it after ``init_process_group`` (or pass ``rank`` and ``world_size``). Use
+        ``DataLoader(ds, batch_size=None)`` when the pipeline batches, and
+        ``ds.set_epoch(e)`` before each epoch to reshuffle. Unseeded shuffles get a seed
+        here, shared by every worker."""
         from ._torch import TorchDataset
 
-        return TorchDataset(self._fixed_seeds(), epoch=epoch, tensors=tensors)
+        return TorchDataset(
+            self._fixed_seeds(), epoch=epoch, tensors=tensors, rank=rank, world_size=world_size
+        )
 
     def to_tf(self, output_signature: Any = None) -> Any:
         """A ``tf.data.Dataset`` yielding this pipeline's elements as tensors (``VarLen``

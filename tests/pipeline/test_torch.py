@@ -1,0 +1,113 @@
+"""The PyTorch adapter: every record exactly once across DataLoader workers and ranks."""
+
+from __future__ import annotations
+
+import collections
+import os
+import socket
+
+import numpy as np
+import pytest
+import tfrecordkit as tfr
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.utils.data import DataLoader
+
+
+def _pipeline(paths, schema):
+    return (
+        tfr.Dataset.list_files(paths, shuffle=True)
+        .interleave(cycle_length=2, deterministic=False)
+        .parse(schema)
+        .shuffle(64)
+        .batch(10)
+    )
+
+
+def _ids(batches) -> list[int]:
+    return [int(i) for b in batches for i in b["id"]]
+
+
+@pytest.mark.parametrize("counts", [[50, 31, 0, 77, 12], [203]])
+def test_dataloader_workers_deliver_every_record_once(shards, helpers, counts):
+    paths = shards(counts)
+    ds = _pipeline(paths, helpers.SCHEMA).to_torch()
+    loader = DataLoader(ds, batch_size=None, num_workers=2)
+    first = _ids(loader)
+    assert collections.Counter(first) == collections.Counter(range(sum(counts)))
+    ds.set_epoch(1)
+    second = _ids(loader)
+    assert sorted(second) == sorted(first) and second != first
+
+
+def test_batches_arrive_as_tensors(shards, helpers):
+    paths = shards([20])
+    loader = DataLoader(
+        tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).batch(8).to_torch(),
+        batch_size=None,
+        num_workers=2,
+    )
+    batches = list(loader)
+    assert all(isinstance(b["id"], torch.Tensor) and b["x"].dtype == torch.float32 for b in batches)
+    assert sorted(_ids(batches)) == list(range(20))
+    assert isinstance(batches[0]["tokens"], tfr.Ragged)
+    assert isinstance(batches[0]["name"], np.ndarray)
+
+
+def test_map_style_indexed_dataset_with_distributed_sampler(shards, helpers):
+    paths = shards([30, 25])
+    for p in paths:
+        tfr.build_index(p)
+    data = tfr.IndexedDataset(paths, schema={"id": tfr.FixedLen([], "int64")})
+    seen = collections.Counter()
+    for rank in range(3):
+        sampler = torch.utils.data.DistributedSampler(
+            data, num_replicas=3, rank=rank, shuffle=True, seed=1, drop_last=False
+        )
+        loader = DataLoader(data, batch_size=4, sampler=sampler, num_workers=2)
+        seen.update(int(i) for batch in loader for i in batch["id"])
+    # DistributedSampler pads to a multiple of the ranks by repeating the first indices.
+    assert set(seen) == set(range(55)) and sum(seen.values()) == 57
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank_main(rank: int, world: int, port: int, paths: list[str], out_dir: str) -> None:
+    from tfrecordkit import Schema
+
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        schema = Schema({"id": tfr.FixedLen([], "int64")})
+        ds = _pipeline(paths, schema).to_torch()
+        ids = _ids(DataLoader(ds, batch_size=None, num_workers=2))
+        np.save(os.path.join(out_dir, f"rank{rank}.npy"), np.array(ids, dtype=np.int64))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("counts", [[40, 9, 33, 0, 21], [97]])
+def test_distributed_ranks_times_workers_deliver_every_record_once(shards, tmp_path, counts):
+    paths = shards(counts)
+    out = tmp_path / "out"
+    out.mkdir()
+    mp.spawn(_rank_main, args=(2, _free_port(), paths, str(out)), nprocs=2, join=True)
+    ids = np.concatenate([np.load(out / f"rank{r}.npy") for r in range(2)]).tolist()
+    assert collections.Counter(ids) == collections.Counter(range(sum(counts)))
+
+
+def test_explicit_ranks_split_like_a_process_group(shards, helpers):
+    counts = [7, 30, 2]
+    paths = shards(counts)
+    seen = collections.Counter()
+    for rank in range(3):
+        ds = _pipeline(paths, helpers.SCHEMA).to_torch(rank=rank, world_size=3)
+        seen.update(_ids(DataLoader(ds, batch_size=None, num_workers=2)))
+    assert seen == collections.Counter(range(sum(counts)))
+    with pytest.raises(ValueError, match="rank 3"):
+        _pipeline(paths, helpers.SCHEMA).to_torch(rank=3, world_size=3)
