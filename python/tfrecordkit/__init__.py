@@ -10,7 +10,7 @@ import sys as _sys
 
 from . import errors
 from ._core import __version__
-from .conversion import ConversionSummary, convert, register_pandas_accessor
+from .conversion import ConversionSummary, convert, load, register_pandas_accessor
 from .dataset import AUTOTUNE, Dataset, DatasetIterator
 from .dataset_writer import Manifest, ShardInfo, write_dataset
 from .errors import (
@@ -92,6 +92,7 @@ __all__ = [
     "errors",
     "expand_paths",
     "infer_schema",
+    "load",
     "parse_example",
     "parse_examples",
     "read_batches",

@@ -84,5 +84,44 @@ def run(directory: str, n: int, echo: Callable[[str], None]) -> int:
         failures += not same
     first = {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in parsed.items()}
     echo(f"first Example: {first}")
+    failures += convert_and_load(directory, echo)
     echo("demo finished: all checks passed" if not failures else "demo FAILED")
     return 1 if failures else 0
+
+
+def convert_and_load(directory: str, echo: Callable[[str], None], n: int = 48) -> int:
+    """A CSV of ``split,image_uri,label`` rows over generated PNGs, converted with
+    :func:`convert` and read back through a shuffled, batched pipeline; returns failures."""
+    import csv
+
+    from PIL import Image
+
+    from .conversion import convert, load
+
+    images = os.path.join(directory, "images")
+    os.makedirs(images, exist_ok=True)
+    rng = np.random.default_rng(0)
+    labels = ["circle", "square", "triangle"]
+    rows = []
+    for i in range(n):
+        path = os.path.join(images, f"img{i:03d}.png")
+        pixels = rng.integers(0, 256, (24 + i % 8, 32, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(path)
+        split = "TRAIN" if i % 4 < 2 else ("VALIDATION" if i % 4 == 2 else "TEST")
+        rows.append({"split": split, "image_uri": path, "label": labels[i % 3]})
+    table = os.path.join(directory, "images.csv")
+    with open(table, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ["split", "image_uri", "label"])
+        writer.writeheader()
+        writer.writerows(rows)
+    out = os.path.join(directory, "converted")
+    summary = convert(table, out, num_shards=2, overwrite=True, progress=False)
+    echo(f"convert {table}: {summary.rows} rows, labels {summary.labels}")
+    seen = 0
+    for batch in load(out, "train").shuffle(64, seed=0).batch(8):
+        heights = batch["image_height"].tolist()
+        seen += len(heights)
+    want = sum(r["split"] == "TRAIN" for r in rows)
+    status = "ok" if seen == want and summary.discarded == 0 else "FAILED"
+    echo(f"load    {out} (train): {seen} Examples in shuffled batches of 8, {status}")
+    return int(status != "ok")

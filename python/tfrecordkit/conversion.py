@@ -456,3 +456,42 @@ def contact_sheet(
     out = os.fspath(out)
     sheet.save(out, format="PNG")
     return out
+
+
+def load(
+    output_dir: str | os.PathLike[str],
+    split: str = "train",
+    *,
+    shuffle_files: bool = False,
+    seed: int | None = None,
+    cycle_length: int = -1,
+    on_error: Any = "raise",
+) -> Any:
+    """The ``split`` of a :func:`convert` output as a :class:`tfrecordkit.Dataset` of parsed
+    Examples, with the schema saved beside it; add ``shuffle``, ``batch`` and the rest.
+
+    >>> ds = tfr.load("out", "train").shuffle(1000, seed=0).batch(32)  # doctest: +SKIP
+    """
+    from .dataset import Dataset
+    from .dataset_writer import Manifest, manifest_path
+    from .schema import Schema
+
+    output_dir = os.fspath(output_dir)
+    name = split.lower()
+    if name.upper() not in SPLITS:
+        raise ValueError(f"split must be one of {[s.lower() for s in SPLITS]}, not {split!r}")
+    schema_file = os.path.join(output_dir, "schema.json")
+    if not os.path.exists(schema_file):
+        raise FileNotFoundError(2, "no schema.json: not a convert() output", schema_file)
+    with open(schema_file, encoding="utf-8") as f:
+        schema = Schema.from_json(f.read())
+    prefix = os.path.join(output_dir, name)
+    if os.path.exists(manifest_path(prefix)):
+        files: Any = Manifest.load(prefix).files
+    else:
+        files = f"{prefix}-*-of-*.tfrecord*"
+    return (
+        Dataset.list_files(files, shuffle=shuffle_files, seed=seed, on_error=on_error)
+        .interleave(cycle_length=cycle_length)
+        .parse(schema)
+    )

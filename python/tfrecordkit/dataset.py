@@ -337,13 +337,10 @@ class Dataset:
 
         Call it after ``init_process_group`` (or pass ``rank`` and ``world_size``). Use
         ``DataLoader(ds, batch_size=None)`` when the pipeline batches, and
-        ``ds.set_epoch(e)`` before each epoch to reshuffle. Unseeded shuffles get a seed
-        here, shared by every worker."""
+        ``ds.set_epoch(e)`` before each epoch to reshuffle."""
         from ._torch import TorchDataset
 
-        return TorchDataset(
-            self._fixed_seeds(), epoch=epoch, tensors=tensors, rank=rank, world_size=world_size
-        )
+        return TorchDataset(self, epoch=epoch, tensors=tensors, rank=rank, world_size=world_size)
 
     def to_tf(self, output_signature: Any = None) -> Any:
         """A ``tf.data.Dataset`` yielding this pipeline's elements as tensors (``VarLen``
@@ -444,25 +441,26 @@ class Dataset:
             if op[0] == "shuffle" and op[2] is None:
                 raise ValueError("a resumable pipeline needs a seed for every shuffle")
 
-    def _fixed_seeds(self) -> Dataset:
-        """A copy whose unseeded shuffles get seeds drawn now, so that every process the
-        copy is sent to shuffles alike."""
-        rng = np.random.default_rng()
-        ops = tuple(
-            (op[0], op[1], int(rng.integers(1 << 62)))
-            if op[0] == "shuffle" and op[2] is None
-            else op
-            for op in self._ops
-        )
-        return Dataset(self._source, ops)
-
     def _split(self, count: int, index: int) -> Dataset:
         """The part of this pipeline consumer ``index`` of ``count`` reads: a share of the
         files when there are enough of them, otherwise every ``count``-th record."""
         if count == 1:
             return self
         by_files = len(self._source.files) >= count
-        return Dataset(replace(self._source, consumers=(count, index, by_files)), self._ops)
+        # A consumer's cache holds its own share: never one filled by the whole pipeline.
+        ops = [
+            _own_cache(op, f".{index}-of-{count}") if op[0] == "cache" else op for op in self._ops
+        ]
+        if not by_files and self._source.files_level:
+            # Splitting records needs one file order in every consumer, whichever process
+            # made it: an unseeded file shuffle gets a seed from the pipeline itself.
+            shared = _mix(int(self._fingerprint(), 16), 0)
+            for i, op in enumerate(ops):
+                if op[0] == "interleave":
+                    break
+                if op[0] == "shuffle" and op[2] is None:
+                    ops[i] = (op[0], op[1], shared)
+        return Dataset(replace(self._source, consumers=(count, index, by_files)), tuple(ops))
 
     def _elements(self, epoch: int) -> Iterator[Any]:
         plan = self._compile()
@@ -683,6 +681,11 @@ class _CacheHolder:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+
+def _own_cache(op: tuple[Any, ...], suffix: str) -> tuple[Any, ...]:
+    filename = None if op[1] is None else f"{op[1]}{suffix}"
+    return ("cache", filename, _CacheHolder(filename))
 
 
 def _read_pickles(path: str) -> Iterator[Any]:

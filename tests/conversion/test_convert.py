@@ -135,3 +135,20 @@ def test_inspect_writes_a_contact_sheet(table, tmp_path):
     assert pixels.std() > 10  # images were drawn, not a blank page
     bad = CliRunner().invoke(main, ["inspect", str(tmp_path / "o"), "--split", "nope"])
     assert bad.exit_code == 1
+
+
+def test_load_reads_a_split_back_through_a_pipeline(table, tmp_path):
+    out = tmp_path / "out"
+    tfr.convert(table.csv, out, num_shards=3, progress=False)
+    train = tfr.load(out, "train")
+    assert train.element_schema == tfr.Schema.from_json((out / "schema.json").read_text())
+    batches = list(train.shuffle(100, seed=0).batch(5))
+    assert sum(len(b["label"]) for b in batches) == 18
+    originals = {Path(r["image_uri"]).read_bytes() for r in table.rows[:18]}
+    assert {img for b in batches for img in b["image"]} == originals
+    test = list(tfr.load(out, "TEST"))
+    assert len(test) == 6 and int(test[0]["image_channels"]) == 3
+    with pytest.raises(ValueError, match="split"):
+        tfr.load(out, "holdout")
+    with pytest.raises(FileNotFoundError, match=r"schema\.json"):
+        tfr.load(tmp_path, "train")

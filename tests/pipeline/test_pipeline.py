@@ -337,7 +337,7 @@ def test_consumers_split_work_exactly_once(shards, helpers, consumers, determini
         .parse(helpers.SCHEMA)
         .shuffle(32)
         .batch(7)
-    )._fixed_seeds()
+    )
     seen = collections.Counter()
     for index in range(consumers):
         seen.update(helpers.ids_of(list(ds._split(consumers, index).iterate(epoch=2))))

@@ -111,3 +111,16 @@ def test_explicit_ranks_split_like_a_process_group(shards, helpers):
     assert seen == collections.Counter(range(sum(counts)))
     with pytest.raises(ValueError, match="rank 3"):
         _pipeline(paths, helpers.SCHEMA).to_torch(rank=3, world_size=3)
+
+
+@pytest.mark.parametrize("filename", [None, "cache.tfrecord"])
+def test_a_cache_filled_before_splitting_is_not_replayed_by_workers(
+    shards, helpers, tmp_path, filename
+):
+    paths = shards([30, 20, 10, 5])
+    cache = None if filename is None else str(tmp_path / filename)
+    ds = tfr.Dataset.list_files(paths).interleave().parse(helpers.SCHEMA).cache(cache).batch(4)
+    assert sorted(_ids(ds)) == list(range(65))  # fills the cache in this process
+    loader = DataLoader(ds.to_torch(), batch_size=None, num_workers=2)
+    for _ in range(2):
+        assert collections.Counter(_ids(loader)) == collections.Counter(range(65))

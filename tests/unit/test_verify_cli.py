@@ -189,6 +189,9 @@ def test_cli_demo(tmp_path):
     assert "all checks passed" in res.output
     assert tfr.count(str(directory / "sample.tfrecord")) == 500
     assert tfr.count(str(directory / "sample.tfrecord.gz")) == 500
+    assert "24 Examples in shuffled batches of 8, ok" in res.output
+    train = tfr.load(directory / "converted", "train")
+    assert sum(1 for _ in train) == 24
 
 
 def test_cli_help_and_version():
