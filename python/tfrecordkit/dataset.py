@@ -15,7 +15,6 @@ import os
 import pickle
 import queue
 import threading
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from .errors import DataLossWarning, TFRecordError
-from .records import OnError, Paths, expand_paths
+from .errors import TFRecordError
+from .records import OnError, Paths, apply_on_error, check_on_error, expand_paths
 from .schema import FixedLenSequence, Ragged, Schema, _as_schema, _assemble
 
 __all__ = ["AUTOTUNE", "Dataset", "DatasetIterator"]
@@ -575,10 +574,7 @@ def _read_units(pipe: _core.Pipeline, policy: Any, keys: list[str], batched: boo
         except TFRecordError as err:
             if policy == "raise":
                 raise
-            if policy == "warn":
-                warnings.warn(f"skipped bad record: {err}", DataLossWarning, stacklevel=2)
-            elif callable(policy):
-                policy(err)
+            apply_on_error(err, policy, "bad record", stacklevel=2)
             continue
         if unit is None:
             return
@@ -868,10 +864,7 @@ def _source(
     on_error: Any,
     max_record_bytes: int | None,
 ) -> _Source:
-    if on_error not in ("raise", "skip", "warn") and not callable(on_error):
-        raise ValueError(
-            f'on_error must be "raise", "skip", "warn" or a callable, not {on_error!r}'
-        )
+    check_on_error(on_error)
     return _Source(
         tuple(_expand(paths)), files_level, compression, verify, on_error, max_record_bytes
     )

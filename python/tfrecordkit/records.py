@@ -187,15 +187,28 @@ def _open(
     resync: bool,
     follow: bool = False,
 ) -> _core.RecordReader:
-    if on_error not in ("raise", "skip", "warn") and not callable(on_error):
-        raise ValueError(
-            f'on_error must be "raise", "skip", "warn" or a callable, not {on_error!r}'
-        )
+    check_on_error(on_error)
     files = expand_paths(paths)
     return _core.RecordReader(files, compression, verify, max_record_bytes, resync, follow)
 
 
 T = TypeVar("T")
+
+
+def check_on_error(on_error: object) -> None:
+    """Rejects an ``on_error`` policy that is not one of the documented ones."""
+    if on_error not in ("raise", "skip", "warn") and not callable(on_error):
+        raise ValueError(
+            f'on_error must be "raise", "skip", "warn" or a callable, not {on_error!r}'
+        )
+
+
+def apply_on_error(err: Exception, on_error: Any, what: str, stacklevel: int) -> None:
+    """Applies a non-raising ``on_error`` policy to ``err``: warn, call, or skip silently."""
+    if on_error == "warn":
+        warnings.warn(f"skipped {what}: {err}", DataLossWarning, stacklevel=stacklevel + 1)
+    elif callable(on_error):
+        on_error(err)
 
 
 def _batches(
@@ -218,10 +231,7 @@ def _batches(
                     raise
                 if report is not None:
                     report.note(err)
-                if on_error == "warn":
-                    warnings.warn(f"skipped damaged data: {err}", DataLossWarning, stacklevel=3)
-                elif callable(on_error):
-                    on_error(err)
+                apply_on_error(err, on_error, "damaged data", stacklevel=3)
                 continue
             if not batch:
                 return

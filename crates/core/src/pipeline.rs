@@ -1041,10 +1041,6 @@ impl Drop for Pipeline {
     }
 }
 
-fn ready(items: Vec<Item>) -> Unit {
-    Unit::Ready(items)
-}
-
 /// The pipeline thread: runs the record stages and cuts units.
 fn produce(
     plan: &Arc<Plan>,
@@ -1056,14 +1052,16 @@ fn produce(
     let mut stream = match build(plan, files, plan.record_ops.len(), plan.epoch) {
         Ok(s) => s,
         Err(e) => {
-            let _ = out.send(ready(vec![Err(e)]));
+            let _ = out.send(Unit::Ready(vec![Err(e)]));
             return;
         }
     };
     let size = plan.batch_size.max(1);
     let emit = |batch: RecordBatch, origins: Vec<Origin>| -> bool {
         if plan.schema.is_none() {
-            return out.send(ready(vec![Ok(Payload::Records(batch))])).is_ok();
+            return out
+                .send(Unit::Ready(vec![Ok(Payload::Records(batch))]))
+                .is_ok();
         }
         let Some(work) = work else {
             return out.send(Unit::Unparsed(batch, origins)).is_ok();
@@ -1115,11 +1113,11 @@ fn produce(
                     if !origins.is_empty() && !plan.drop_remainder && !emit(batch, origins) {
                         return;
                     }
-                    let _ = out.send(ready(vec![Err(e)]));
+                    let _ = out.send(Unit::Ready(vec![Err(e)]));
                     return;
                 }
                 // The unit being cut goes on filling after the error.
-                if out.send(ready(vec![Err(e)])).is_err() {
+                if out.send(Unit::Ready(vec![Err(e)])).is_err() {
                     return;
                 }
             }
