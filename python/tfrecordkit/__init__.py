@@ -8,7 +8,7 @@ np.int64(3)
 
 import sys as _sys
 
-from . import errors
+from . import errors, image
 from ._core import __version__
 from .conversion import ConversionSummary, convert, load, register_pandas_accessor
 from .dataset import AUTOTUNE, Dataset, DatasetIterator
@@ -18,6 +18,7 @@ from .errors import (
     DataLossError,
     DataLossWarning,
     ExampleDecodeError,
+    ImageDecodeError,
     SchemaError,
     TFRecordError,
     TruncatedRecordError,
@@ -67,6 +68,7 @@ __all__ = [
     "FileReport",
     "FixedLen",
     "FixedLenSequence",
+    "ImageDecodeError",
     "IndexedDataset",
     "Manifest",
     "Ragged",
@@ -90,6 +92,7 @@ __all__ = [
     "encode_examples",
     "encode_sequence_example",
     "errors",
+    "image",
     "expand_paths",
     "infer_schema",
     "load",

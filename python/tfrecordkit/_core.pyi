@@ -8,11 +8,13 @@ import numpy as np
 __all__ = [
     "CompiledSchema",
     "FileOrder",
+    "ImageSpec",
     "Pipeline",
     "PipelineCache",
     "RecordReader",
     "RecordWriter",
     "count_records",
+    "decode_images",
     "decode_example",
     "decode_sequence_example",
     "encode_columns",
@@ -116,6 +118,22 @@ class FileOrder:
     def __next__(self) -> int: ...
 
 @final
+class ImageSpec:
+    def __new__(
+        cls,
+        channels: int = 3,
+        size: tuple[int, int] | None = None,
+        dtype: str = "float32",
+        resize: str = "bilinear",
+        crop_scale: tuple[float, float] | None = None,
+        crop_ratio: tuple[float, float] = ...,
+        flip: bool = False,
+        max_pixels: int = ...,
+    ) -> ImageSpec: ...
+
+def decode_images(images: list[bytes], spec: ImageSpec, seeds: list[int]) -> np.ndarray: ...
+
+@final
 class Pipeline:
     def __new__(
         cls,
@@ -137,6 +155,7 @@ class Pipeline:
         continue_on_error: bool = False,
         epoch: int = 0,
         opener: Any = None,
+        images: list[tuple[int, ImageSpec, int]] = ...,
     ) -> Pipeline: ...
     def close(self) -> None: ...
     def next(self) -> list[bytes] | tuple[int, list[Any]] | None: ...

@@ -18,15 +18,16 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from . import _core
-from .errors import TFRecordError
+from .errors import SchemaError, TFRecordError
+from .image import DEFAULT_CROP_RATIO, ImageOptions
 from .records import OnError, Paths, apply_on_error, check_on_error, expand_paths
-from .schema import FixedLenSequence, Ragged, Schema, _as_schema, _assemble
+from .schema import FixedLen, FixedLenSequence, Ragged, Schema, _as_schema, _assemble
 
 __all__ = ["AUTOTUNE", "Dataset", "DatasetIterator"]
 
@@ -112,6 +113,8 @@ class _Plan:
     prefetch: int | None
     python_ops: list[tuple[Any, ...]]
     files_only: bool
+    # Image features decoded natively after parsing: (key, options).
+    images: list[tuple[str, ImageOptions]] = field(default_factory=list)
 
 
 class Dataset:
@@ -208,6 +211,47 @@ class Dataset:
                 raise ValueError("cannot infer a schema from no files; pass one")
             schema = infer_schema(list(first) if not _is_url(first[0]) else _fetch_sample(first[0]))
         return self._then("parse", _as_schema(schema))
+
+    def decode_image(
+        self,
+        key: str,
+        channels: int = 3,
+        size: int | Sequence[int] | None = None,
+        dtype: Any = "float32",
+        resize: str = "bilinear",
+        *,
+        random_crop: bool | Sequence[float] = False,
+        crop_ratio: Sequence[float] = DEFAULT_CROP_RATIO,
+        random_flip: bool = False,
+        seed: int | None = None,
+    ) -> Dataset:
+        """Decodes the JPEG, PNG or WebP bytes of feature ``key`` into pixels, on the
+        pipeline's native threads: ``[height, width, channels]`` per element (a leading
+        batch axis when batched), ``float32`` in ``[0, 1]`` or ``uint8``.
+
+        ``size`` resizes as ``tf.image.resize`` (bilinear by default); ``random_crop``
+        and ``random_flip`` add the ImageNet training augmentation, drawn per record
+        and per epoch (``seed`` makes it repeatable). Batching images needs one shape:
+        give a ``size`` when the images differ. Undecodable images follow the
+        pipeline's ``on_error``. See :mod:`tfrecordkit.image`.
+
+        >>> ds = (tfr.Dataset.list_files("train-*.tfrecord")  # doctest: +SKIP
+        ...       .interleave(cycle_length=tfr.AUTOTUNE, deterministic=False)
+        ...       .parse({"image": tfr.FixedLen([], "bytes"), "label": tfr.FixedLen([], "int64")})
+        ...       .decode_image("image", size=224)
+        ...       .batch(128, drop_remainder=True).prefetch(tfr.AUTOTUNE))
+        """
+        options = ImageOptions.make(
+            channels,
+            size,
+            dtype,
+            resize,
+            random_crop=random_crop,
+            crop_ratio=crop_ratio,
+            random_flip=random_flip,
+            seed=seed,
+        )
+        return self._then("decode_image", str(key), options)
 
     def map(self, fn: Callable[[Any], Any], num_parallel_calls: int | None = None) -> Dataset:
         """Applies ``fn`` to each element; ``num_parallel_calls`` runs it on that many
@@ -397,6 +441,10 @@ class Dataset:
                 elif name == "batch":
                     plan.batch = (op[1], op[2])
                     phase = "batched"
+                elif name == "decode_image" and plan.schema is not None:
+                    _add_image(plan, op[1], op[2])
+                elif name == "decode_image":
+                    raise TypeError("decode_image() needs parsed Examples: call .parse() first")
                 elif name == "prefetch":
                     plan.prefetch = op[1]
                 elif name == "interleave":
@@ -406,11 +454,15 @@ class Dataset:
                     phase = "python"
             elif phase == "batched" and name == "prefetch":
                 plan.prefetch = op[1]
+            elif phase == "batched" and name == "decode_image" and plan.schema is not None:
+                _add_image(plan, op[1], op[2])
             else:
                 if name == "interleave":
                     raise TypeError("interleave() reads files; this dataset holds records")
                 if name == "parse" and (plan.schema is not None or phase == "batched"):
                     raise TypeError("parse() needs unbatched, unparsed records")
+                if name == "decode_image" and plan.schema is None:
+                    raise TypeError("decode_image() needs parsed Examples: call .parse() first")
                 plan.python_ops.append(op)
                 phase = "python"
         self._compiled = plan
@@ -439,6 +491,8 @@ class Dataset:
         for op in self._ops:
             if op[0] == "shuffle" and op[2] is None:
                 raise ValueError("a resumable pipeline needs a seed for every shuffle")
+            if op[0] == "decode_image" and op[2].augments and op[2].seed is None:
+                raise ValueError("a resumable pipeline needs a seed for random image augmentation")
 
     def _split(self, count: int, index: int) -> Dataset:
         """The part of this pipeline consumer ``index`` of ``count`` reads: a share of the
@@ -515,6 +569,8 @@ class Dataset:
             return _prefetch(it, op[1])
         if name == "parse":
             return _parse(it, op[1])
+        if name == "decode_image":
+            return _decode_images(it, op[1], op[2], epoch)
         raise AssertionError(name)  # pragma: no cover
 
     def _native(self, plan: _Plan, epoch: int) -> Iterator[Any]:
@@ -535,6 +591,14 @@ class Dataset:
         ):
             # Sequence features are padded to their batch's longest: parse one at a time.
             unit = 1
+        if not batched and any(o.size is None or o.channels == 0 for _, o in plan.images):
+            # Images that keep their own shape cannot share an array.
+            unit = 1
+        keys = list(schema) if schema is not None else []
+        images = [(keys.index(k), o.native(), o.seed_value()) for k, o in plan.images]
+        # The consuming thread parses too; extra workers pay off past two cores. Image
+        # decoding is heavy enough for a worker per core, leaving the consumer free.
+        workers = _cpus() if images else min(max(_cpus() - 2, 0), 4)
         policy = src.on_error
         pipe = _core.Pipeline(
             files,
@@ -549,14 +613,13 @@ class Dataset:
             batch_size=unit,
             drop_remainder=batched and plan.batch[1],  # type: ignore[index]
             schema=schema.compiled() if schema is not None else None,
-            # The consuming thread parses too; extra workers pay off past two cores.
-            parse_workers=min(max(_cpus() - 2, 0), 4),
+            parse_workers=workers,
             prefetch=plan.prefetch or 2,
             continue_on_error=policy != "raise",
             epoch=epoch & _MASK,
             opener=_open_url if any(_is_url(f) for f in files) else None,
+            images=images,
         )
-        keys = list(schema) if schema is not None else []
         return _units(pipe, policy, keys, batched)
 
 
@@ -816,6 +879,37 @@ def _parse(it: Iterator[Any], schema: Schema) -> Iterator[dict[str, Any]]:
         yield from _unbatch(parse_examples(chunk, schema), len(chunk))
 
 
+def _add_image(plan: _Plan, key: str, options: ImageOptions) -> None:
+    schema = plan.schema
+    assert schema is not None
+    spec = schema.get(key)
+    if spec is None:
+        raise SchemaError(f"decode_image({key!r}): the schema has no feature {key!r}")
+    if not isinstance(spec, FixedLen) or spec.dtype != "bytes" or list(spec.shape) != []:
+        raise SchemaError(
+            f"decode_image({key!r}) needs a FixedLen([], 'bytes') feature, not {spec!r}"
+        )
+    if any(k == key for k, _ in plan.images):
+        raise TypeError(f"feature {key!r} is decoded already")
+    plan.images.append((key, options))
+
+
+def _decode_images(it: Iterator[Any], key: str, options: ImageOptions, epoch: int) -> Iterator[Any]:
+    """``decode_image`` after Python stages: each element (or batch) in one native call."""
+    from .image import decode_with
+
+    for n, element in enumerate(it):
+        if not isinstance(element, dict) or key not in element:
+            raise TypeError(f"decode_image({key!r}) needs dict elements with that key")
+        value = element[key]
+        salt = _mix(epoch, n)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            pixels = decode_with(options, [bytes(value)], salt)[0]
+        else:
+            pixels = decode_with(options, list(value), salt)
+        yield {**element, key: pixels}
+
+
 def _map_arrays(element: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(element, dict):
         return {k: _map_arrays(v, fn) for k, v in element.items()}
@@ -891,7 +985,13 @@ def _signature_of(plan: _Plan, tf: Any) -> Any:
     if plan.schema is None:
         return tf.TensorSpec(lead, tf.string)
     sig = {}
+    images = dict(plan.images)
     for key, spec in plan.schema.items():
+        if key in images:
+            o = images[key]
+            h, w = o.size or (None, None)
+            sig[key] = tf.TensorSpec([*lead, h, w, o.channels or None], tf.as_dtype(o.dtype))
+            continue
         dtype = _tf_dtype(tf, spec.dtype)
         shape = list(getattr(spec, "shape", ()))
         if isinstance(spec, FixedLenSequence):

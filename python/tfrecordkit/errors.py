@@ -17,6 +17,7 @@ __all__ = [
     "DataLossError",
     "DataLossWarning",
     "ExampleDecodeError",
+    "ImageDecodeError",
     "SchemaError",
     "TFRecordError",
     "TruncatedRecordError",
@@ -83,6 +84,10 @@ class ExampleDecodeError(TFRecordError, ValueError):
 
 class SchemaError(TFRecordError, ValueError):
     """A valid Example does not fit the schema: missing feature, wrong type or count."""
+
+
+class ImageDecodeError(TFRecordError, ValueError):
+    """Bytes that are not a decodable JPEG, PNG or WebP image (or decode too large)."""
 
 
 class DataLossWarning(UserWarning):

@@ -18,6 +18,8 @@ pub enum ErrorKind {
     ExampleDecode,
     /// A valid Example does not fit the schema it is parsed with.
     Schema,
+    /// Image bytes that do not decode (or decode too large).
+    ImageDecode,
     /// A caller passed an argument that cannot be used.
     InvalidArgument,
 }

@@ -6,6 +6,7 @@ pub mod compression;
 pub mod crc;
 pub mod error;
 pub mod example;
+pub mod image;
 pub mod parse;
 pub mod pipeline;
 pub mod reader;

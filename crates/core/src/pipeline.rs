@@ -16,15 +16,18 @@ use std::thread;
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, Result};
-use crate::parse::{parse_examples, Parsed, Schema};
+use crate::image::{decode_batch, ImageSpec, PixelBatch};
+use crate::parse::{parse_examples, Column, Parsed, Schema};
 use crate::reader::{FileRecordReader, ReadOptions, RecordBatch, RecordReader};
 use crate::writer::RecordWriter;
 
 /// Where a record came from: its file (an index into the plan's file list), its index in
-/// that file, and the byte offset of its header.
+/// that file, and the byte offset of its header; `pass` tells apart the passes of a
+/// `repeat` over it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Origin {
     pub file: u32,
+    pub pass: u32,
     pub index: u64,
     pub offset: u64,
 }
@@ -87,6 +90,18 @@ pub struct Plan {
     pub on_error: OnError,
     /// Mixed into every shuffle seed: the iteration (epoch) this run is.
     pub epoch: u64,
+    /// Image features decoded after parsing.
+    pub images: Vec<ImageStage>,
+}
+
+/// Decodes the encoded images of one parsed bytes feature.
+#[derive(Debug, Clone)]
+pub struct ImageStage {
+    /// The feature's position in the schema.
+    pub feature: usize,
+    pub spec: ImageSpec,
+    /// Seeds each record's augmentation, with the epoch and the record's origin.
+    pub seed: u64,
 }
 
 /// Records per chunk handed from a reader thread to the pipeline thread.
@@ -299,6 +314,7 @@ impl Files {
                     chunk.batch.ends.push(chunk.batch.data.len());
                     chunk.origins.push(Origin {
                         file: file as u32,
+                        pass: 0,
                         index,
                         offset,
                     });
@@ -622,8 +638,9 @@ struct RepeatStream {
 impl Stream for RepeatStream {
     fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
         loop {
-            if let Some(origin) = self.inner.next_into(out)? {
+            if let Some(mut origin) = self.inner.next_into(out)? {
                 self.produced = true;
+                origin.pass = mix(origin.pass as u64, self.epoch) as u32;
                 return Ok(Some(origin));
             }
             self.epoch += 1;
@@ -780,6 +797,7 @@ impl Stream for CacheStream {
                 let (index, offset) = (reader.record_index(), reader.offset());
                 Ok(reader.next_record_into(out)?.then_some(Origin {
                     file: u32::MAX,
+                    pass: 0,
                     index,
                     offset,
                 }))
@@ -906,7 +924,14 @@ fn build(plan: &Arc<Plan>, files: &Arc<Files>, upto: usize, salt: u64) -> Result
 /// What one output unit holds.
 pub enum Payload {
     Records(RecordBatch),
-    Parsed(Vec<Parsed>, usize),
+    /// One entry per schema feature, for this many records.
+    Parsed(Vec<Decoded>, usize),
+}
+
+/// A parsed feature of a unit, or its images decoded.
+pub enum Decoded {
+    Feature(Parsed),
+    Images(PixelBatch),
 }
 
 /// One item of the output: a unit of records or an error at its place in the stream.
@@ -1137,24 +1162,61 @@ fn locate(mut e: Error, files: &Files, origin: Option<&Origin>) -> Error {
     e
 }
 
+/// Parses a unit and decodes its images. An error names the record's index in the unit.
+fn process(plan: &Plan, records: &[&[u8]], origins: &[Origin]) -> Result<Vec<Decoded>> {
+    let schema = plan.schema.as_ref().expect("a parsed unit has a schema");
+    let parsed = parse_examples(schema, records)?;
+    let mut out: Vec<Decoded> = parsed.into_iter().map(Decoded::Feature).collect();
+    for stage in &plan.images {
+        let Some(Decoded::Feature(Parsed {
+            values: Column::Bytes { data, ends },
+            ..
+        })) = out.get(stage.feature)
+        else {
+            return Err(Error::invalid("images are decoded from a bytes feature"));
+        };
+        if ends.len() != records.len() {
+            return Err(Error::invalid(
+                "images are decoded from a feature with one value per record",
+            ));
+        }
+        let images: Vec<&[u8]> = (0..ends.len())
+            .map(|i| &data[if i == 0 { 0 } else { ends[i - 1] }..ends[i]])
+            .collect();
+        let base = mix(stage.seed, plan.epoch);
+        let seeds: Vec<u64> = origins
+            .iter()
+            .map(|o| mix(base, mix(((o.file as u64) << 32) | o.pass as u64, o.index)))
+            .collect();
+        let key = &schema.specs()[stage.feature].key;
+        let pixels = decode_batch(&images, &seeds, &stage.spec).map_err(|e| e.with_key(key))?;
+        out[stage.feature] = Decoded::Images(pixels);
+    }
+    Ok(out)
+}
+
 fn parse_unit(plan: &Plan, files: &Files, batch: RecordBatch, origins: &[Origin]) -> Vec<Item> {
-    let Some(schema) = &plan.schema else {
+    if plan.schema.is_none() {
         return vec![Ok(Payload::Records(batch))];
-    };
+    }
     let records: Vec<&[u8]> = batch.iter().collect();
-    match parse_examples(schema, &records) {
+    match process(plan, &records, origins) {
         Ok(parsed) => vec![Ok(Payload::Parsed(parsed, records.len()))],
         Err(e) if plan.on_error == OnError::Stop => {
             let origin = e.record_index.and_then(|i| origins.get(i as usize));
             vec![Err(locate(e, files, origin))]
         }
         Err(_) => {
-            // Find every record that fails on its own; parse the rest together.
+            // Find every record that fails on its own; process the rest together.
             let mut items = Vec::new();
             let mut good = Vec::with_capacity(records.len());
+            let mut good_origins = Vec::with_capacity(records.len());
             for (record, origin) in records.iter().zip(origins) {
-                match parse_examples(schema, &[record]) {
-                    Ok(_) => good.push(*record),
+                match process(plan, &[record], std::slice::from_ref(origin)) {
+                    Ok(_) => {
+                        good.push(*record);
+                        good_origins.push(*origin);
+                    }
                     Err(mut e) => {
                         e.record_index = None;
                         items.push(Err(locate(e, files, Some(origin))));
@@ -1162,9 +1224,12 @@ fn parse_unit(plan: &Plan, files: &Files, batch: RecordBatch, origins: &[Origin]
                 }
             }
             if !good.is_empty() {
-                match parse_examples(schema, &good) {
+                match process(plan, &good, &good_origins) {
                     Ok(parsed) => items.push(Ok(Payload::Parsed(parsed, good.len()))),
-                    Err(e) => items.push(Err(e)),
+                    Err(e) => {
+                        let origin = e.record_index.and_then(|i| good_origins.get(i as usize));
+                        items.push(Err(locate(e, files, origin)))
+                    }
                 }
             }
             items

@@ -15,6 +15,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::DataLoss => "DataLossError",
         ErrorKind::ExampleDecode => "ExampleDecodeError",
         ErrorKind::Schema => "SchemaError",
+        ErrorKind::ImageDecode => "ImageDecodeError",
         ErrorKind::Io | ErrorKind::InvalidArgument => unreachable!("mapped to built-ins"),
     }
 }

@@ -6,6 +6,7 @@ use tfrecordkit_core::Feature;
 
 mod convert;
 mod errors;
+mod image;
 mod parse;
 mod pipeline;
 mod records;
@@ -92,6 +93,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records::read_record_at, m)?)?;
     m.add_function(wrap_pyfunction!(records::read_member, m)?)?;
     m.add_function(wrap_pyfunction!(records::index_records, m)?)?;
+    m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
+    m.add_class::<image::ImageSpec>()?;
     m.add_class::<parse::CompiledSchema>()?;
     m.add_class::<records::RecordReader>()?;
     m.add_class::<records::RecordWriter>()?;

@@ -6,10 +6,13 @@ use std::sync::Arc;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use tfrecordkit_core::pipeline::{Cache, FileOp, OnError, Opener, Payload, Plan, RecordOp};
+use tfrecordkit_core::pipeline::{
+    Cache, Decoded, FileOp, ImageStage, OnError, Opener, Payload, Plan, RecordOp,
+};
 use tfrecordkit_core::{Compression, Error, ReadOptions};
 
 use crate::errors::IntoPyResult;
+use crate::image::{pixels_to_py, ImageSpec};
 use crate::parse::{parsed_to_py, CompiledSchema};
 
 /// Records kept after a pipeline's first complete pass (in memory, or in a file).
@@ -152,7 +155,7 @@ impl Pipeline {
         files, *, compression="auto", verify=true, max_record_bytes=None, file_ops=Vec::new(),
         cycle_length=1, block_length=1, deterministic=true, record_ops=Vec::new(),
         batch_size=256, drop_remainder=false, schema=None, parse_workers=1, prefetch=2,
-        continue_on_error=false, epoch=0, opener=None
+        continue_on_error=false, epoch=0, opener=None, images=Vec::new()
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -174,6 +177,7 @@ impl Pipeline {
         continue_on_error: bool,
         epoch: u64,
         opener: Option<Py<PyAny>>,
+        images: Vec<(usize, PyRef<'_, ImageSpec>, u64)>,
     ) -> PyResult<Self> {
         let mut read = ReadOptions {
             compression: Compression::parse(compression).py_err(py)?,
@@ -202,6 +206,14 @@ impl Pipeline {
                 OnError::Stop
             },
             epoch,
+            images: images
+                .iter()
+                .map(|(feature, spec, seed)| ImageStage {
+                    feature: *feature,
+                    spec: spec.spec.clone(),
+                    seed: *seed,
+                })
+                .collect(),
         };
         let opener = opener.map(|open| Arc::new(PyOpener { open }) as Arc<dyn Opener>);
         let inner = tfrecordkit_core::pipeline::Pipeline::start(plan, opener).py_err(py)?;
@@ -227,8 +239,14 @@ impl Pipeline {
                 PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))?.into_any(),
             )),
             Payload::Parsed(parsed, n) => {
-                let parsed = parsed_to_py(py, parsed)?;
-                Ok(Some((n, parsed).into_pyobject(py)?.into_any()))
+                let mut out = Vec::with_capacity(parsed.len());
+                for d in parsed {
+                    out.push(match d {
+                        Decoded::Feature(p) => parsed_to_py(py, vec![p])?.remove(0),
+                        Decoded::Images(pixels) => pixels_to_py(py, pixels)?,
+                    });
+                }
+                Ok(Some((n, out).into_pyobject(py)?.into_any()))
             }
         }
     }

@@ -1,0 +1,107 @@
+//! Image decoding options and single-call decoding.
+
+use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use tfrecordkit_core::image::{
+    decode_batch, Augment, Filter, ImageSpec as CoreSpec, PixelBatch, PixelType, Pixels,
+    DEFAULT_MAX_PIXELS,
+};
+
+use crate::errors::IntoPyResult;
+use crate::parse::ParsedPy;
+
+/// How `decode_image` decodes, resizes and augments; see `tfrecordkit.image.decode`.
+#[pyclass(module = "tfrecordkit._core", frozen)]
+pub struct ImageSpec {
+    pub spec: CoreSpec,
+}
+
+#[pymethods]
+impl ImageSpec {
+    #[new]
+    #[pyo3(signature = (
+        channels=3, size=None, dtype="float32", resize="bilinear", crop_scale=None,
+        crop_ratio=(0.75, 4.0 / 3.0), flip=false, max_pixels=DEFAULT_MAX_PIXELS
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        channels: u8,
+        size: Option<(usize, usize)>,
+        dtype: &str,
+        resize: &str,
+        crop_scale: Option<(f32, f32)>,
+        crop_ratio: (f32, f32),
+        flip: bool,
+        max_pixels: usize,
+    ) -> PyResult<Self> {
+        let dtype = match dtype {
+            "float32" => PixelType::F32,
+            "uint8" => PixelType::U8,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "dtype must be 'float32' or 'uint8', not {other:?}"
+                )))
+            }
+        };
+        let filter = match resize {
+            "bilinear" => Filter::Bilinear,
+            "nearest" => Filter::Nearest,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "resize must be 'bilinear' or 'nearest', not {other:?}"
+                )))
+            }
+        };
+        let augment = (crop_scale.is_some() || flip).then_some(Augment {
+            crop_scale,
+            crop_ratio,
+            flip,
+        });
+        let spec = CoreSpec {
+            channels,
+            size,
+            dtype,
+            filter,
+            augment,
+            max_pixels,
+        };
+        spec.validate().py_err(py)?;
+        Ok(ImageSpec { spec })
+    }
+}
+
+/// Converts decoded pixels to `(flat array, shape, None)`, the shape of a parsed feature.
+pub fn pixels_to_py(
+    py: Python<'_>,
+    batch: PixelBatch,
+) -> PyResult<ParsedPy<'_>> {
+    let values = match batch.pixels {
+        Pixels::U8(v) => PyArray1::from_vec(py, v).into_any(),
+        Pixels::F32(v) => PyArray1::from_vec(py, v).into_any(),
+    };
+    Ok((values, batch.shape, None))
+}
+
+/// Decodes encoded images (a list of bytes) into one `[n, h, w, c]` array, image `i`
+/// augmented with `seeds[i]`.
+#[pyfunction]
+pub fn decode_images<'py>(
+    py: Python<'py>,
+    images: &Bound<'py, PyList>,
+    spec: &ImageSpec,
+    seeds: Vec<u64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let items: Vec<Bound<'py, PyBytes>> = images
+        .iter()
+        .map(|i| i.cast_into::<PyBytes>().map_err(PyErr::from))
+        .collect::<PyResult<_>>()?;
+    let slices: Vec<&[u8]> = items.iter().map(|b| b.as_bytes()).collect();
+    let batch = py
+        .detach(|| decode_batch(&slices, &seeds, &spec.spec))
+        .py_err(py)?;
+    let (values, shape, _) = pixels_to_py(py, batch)?;
+    values.call_method1("reshape", (shape,))
+}
