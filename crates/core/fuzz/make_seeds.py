@@ -81,6 +81,14 @@ def main() -> None:
             put(target, f"example-{i}", e)
         put(target, "sequence", tf_sequence_example())
     put("schema_parse", "batch", b"\xff".join(examples[:2] + ours))
+    pixels = np.arange(6 * 9 * 3, dtype=np.uint8).reshape(6, 9, 3)
+    for pick, name, data in [
+        (0x07, "rgb.jpg", tf.io.encode_jpeg(pixels).numpy()),
+        (0x0D, "gray.jpg", tf.io.encode_jpeg(pixels[..., :1]).numpy()),
+        (0x2C, "rgb.png", tf.io.encode_png(pixels).numpy()),
+        (0x30, "rgba16.png", tf.io.encode_png(np.uint16(pixels[..., :2]) * 257).numpy()),
+    ]:
+        put("image_decode", name, bytes([pick]) + data)
     for f in tmp.iterdir():
         f.unlink()
     tmp.rmdir()
