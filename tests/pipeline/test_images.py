@@ -276,3 +276,24 @@ def test_resumable_pipelines_need_an_augmentation_seed(image_shards):
     next(it)
     with pytest.raises(ValueError, match="seed for random image augmentation"):
         it.state()
+
+
+def test_reused_batch_buffers_never_show_through(image_shards):
+    """Freed batches lend their memory to later ones; batches still held keep theirs."""
+    paths = image_shards(40)
+    records = [r for p in paths for r in tfr.read_records(p)]
+    images = [tfr.parse_example(r, SCHEMA)["image"] for r in records]
+    for dtype in ("float32", "uint8"):
+        ds = tfr.Dataset.from_files(paths).parse(SCHEMA)
+        batched = ds.decode_image("image", size=(20, 24), dtype=dtype).batch(6)
+        for _ in range(2):
+            for i, b in enumerate(batched):  # each batch freed before the next arrives
+                chunk = images[i * 6 : (i + 1) * 6]
+                want = tfr.image.decode_batch(chunk, size=(20, 24), dtype=dtype)
+                np.testing.assert_array_equal(b["image"], want)
+    ds = tfr.Dataset.from_files(paths).parse(SCHEMA).decode_image("image", size=(20, 24))
+    held = list(ds.batch(6))
+    assert len({b["image"].__array_interface__["data"][0] for b in held}) == len(held)
+    for i, b in enumerate(held):
+        want = tfr.image.decode_batch(images[i * 6 : (i + 1) * 6], size=(20, 24))
+        np.testing.assert_array_equal(b["image"], want)

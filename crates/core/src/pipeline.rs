@@ -16,7 +16,7 @@ use std::thread;
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, Result};
-use crate::image::{decode_batch, ImageSpec, PixelBatch};
+use crate::image::{decode_batch, ImageSpec, PixelBatch, PixelPool};
 use crate::parse::{parse_examples, Column, Parsed, Schema};
 use crate::reader::{FileRecordReader, ReadOptions, RecordBatch, RecordReader};
 use crate::writer::RecordWriter;
@@ -961,9 +961,15 @@ pub struct Pipeline {
     done: bool,
     stop: Arc<AtomicBool>,
     producer: Option<thread::JoinHandle<()>>,
+    pool: Arc<PixelPool>,
 }
 
 impl Pipeline {
+    /// Where the buffers of decoded image batches go back to once they are freed.
+    pub fn pixel_pool(&self) -> Arc<PixelPool> {
+        Arc::clone(&self.pool)
+    }
+
     /// Starts the threads of `plan`. `opener` reads paths that are not local files.
     ///
     /// With a schema and `parse_workers == 0`, batches are parsed by the thread that
@@ -986,13 +992,15 @@ impl Pipeline {
             0
         };
         let (work_tx, work_rx) = bounded::<Work>(workers.max(1));
+        let pool = Arc::new(PixelPool::default());
         for _ in 0..workers {
             let rx = work_rx.clone();
             let plan = Arc::clone(&plan);
             let files = Arc::clone(&files);
+            let pool = Arc::clone(&pool);
             spawn("tfr-parse", move || {
                 for work in rx {
-                    let items = parse_unit(&plan, &files, work.batch, &work.origins);
+                    let items = parse_unit(&plan, &files, &pool, work.batch, &work.origins);
                     let _ = work.reply.send(items);
                 }
             });
@@ -1018,6 +1026,7 @@ impl Pipeline {
             done: false,
             stop,
             producer: Some(producer),
+            pool,
         })
     }
 
@@ -1037,7 +1046,7 @@ impl Pipeline {
                     Err(_) => self.done = true,
                 },
                 Ok(Unit::Unparsed(batch, origins)) => {
-                    let items = parse_unit(&self.plan, &self.files, batch, &origins);
+                    let items = parse_unit(&self.plan, &self.files, &self.pool, batch, &origins);
                     self.ready.extend(items);
                 }
                 Err(_) => self.done = true,
@@ -1163,7 +1172,12 @@ fn locate(mut e: Error, files: &Files, origin: Option<&Origin>) -> Error {
 }
 
 /// Parses a unit and decodes its images. An error names the record's index in the unit.
-fn process(plan: &Plan, records: &[&[u8]], origins: &[Origin]) -> Result<Vec<Decoded>> {
+fn process(
+    plan: &Plan,
+    pool: &PixelPool,
+    records: &[&[u8]],
+    origins: &[Origin],
+) -> Result<Vec<Decoded>> {
     let schema = plan.schema.as_ref().expect("a parsed unit has a schema");
     let parsed = parse_examples(schema, records)?;
     let mut out: Vec<Decoded> = parsed.into_iter().map(Decoded::Feature).collect();
@@ -1189,18 +1203,25 @@ fn process(plan: &Plan, records: &[&[u8]], origins: &[Origin]) -> Result<Vec<Dec
             .map(|o| mix(base, mix(((o.file as u64) << 32) | o.pass as u64, o.index)))
             .collect();
         let key = &schema.specs()[stage.feature].key;
-        let pixels = decode_batch(&images, &seeds, &stage.spec).map_err(|e| e.with_key(key))?;
+        let pixels =
+            decode_batch(&images, &seeds, &stage.spec, Some(pool)).map_err(|e| e.with_key(key))?;
         out[stage.feature] = Decoded::Images(pixels);
     }
     Ok(out)
 }
 
-fn parse_unit(plan: &Plan, files: &Files, batch: RecordBatch, origins: &[Origin]) -> Vec<Item> {
+fn parse_unit(
+    plan: &Plan,
+    files: &Files,
+    pool: &PixelPool,
+    batch: RecordBatch,
+    origins: &[Origin],
+) -> Vec<Item> {
     if plan.schema.is_none() {
         return vec![Ok(Payload::Records(batch))];
     }
     let records: Vec<&[u8]> = batch.iter().collect();
-    match process(plan, &records, origins) {
+    match process(plan, pool, &records, origins) {
         Ok(parsed) => vec![Ok(Payload::Parsed(parsed, records.len()))],
         Err(e) if plan.on_error == OnError::Stop => {
             let origin = e.record_index.and_then(|i| origins.get(i as usize));
@@ -1212,7 +1233,7 @@ fn parse_unit(plan: &Plan, files: &Files, batch: RecordBatch, origins: &[Origin]
             let mut good = Vec::with_capacity(records.len());
             let mut good_origins = Vec::with_capacity(records.len());
             for (record, origin) in records.iter().zip(origins) {
-                match process(plan, &[record], std::slice::from_ref(origin)) {
+                match process(plan, pool, &[record], std::slice::from_ref(origin)) {
                     Ok(_) => {
                         good.push(*record);
                         good_origins.push(*origin);
@@ -1224,7 +1245,7 @@ fn parse_unit(plan: &Plan, files: &Files, batch: RecordBatch, origins: &[Origin]
                 }
             }
             if !good.is_empty() {
-                match process(plan, &good, &good_origins) {
+                match process(plan, pool, &good, &good_origins) {
                     Ok(parsed) => items.push(Ok(Payload::Parsed(parsed, good.len()))),
                     Err(e) => {
                         let origin = e.record_index.and_then(|i| good_origins.get(i as usize));

@@ -1,11 +1,14 @@
 //! Image decoding options and single-call decoding.
 
+use std::sync::Arc;
+
+use numpy::ndarray::Array1;
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use tfrecordkit_core::image::{
-    decode_batch, Augment, Filter, ImageSpec as CoreSpec, PixelBatch, PixelType, Pixels,
+    decode_batch, Augment, Filter, ImageSpec as CoreSpec, PixelBatch, PixelPool, PixelType, Pixels,
     DEFAULT_MAX_PIXELS,
 };
 
@@ -73,14 +76,64 @@ impl ImageSpec {
     }
 }
 
+enum Owned {
+    U8(Array1<u8>),
+    F32(Array1<f32>),
+}
+
+/// The buffer of a decoded batch, lent to the NumPy array built over it and handed back
+/// to its pipeline's pool when that array is freed.
+#[pyclass(module = "tfrecordkit._core", frozen)]
+pub struct PooledPixels {
+    data: Option<Owned>,
+    pool: Arc<PixelPool>,
+}
+
+impl Drop for PooledPixels {
+    fn drop(&mut self) {
+        let pixels = match self.data.take() {
+            Some(Owned::U8(a)) => Pixels::U8(a.into_raw_vec_and_offset().0),
+            Some(Owned::F32(a)) => Pixels::F32(a.into_raw_vec_and_offset().0),
+            None => return,
+        };
+        self.pool.give(pixels);
+    }
+}
+
 /// Converts decoded pixels to `(flat array, shape, None)`, the shape of a parsed feature.
-pub fn pixels_to_py(
-    py: Python<'_>,
+/// With a pool, the array's memory goes back to it when the array is freed.
+pub fn pixels_to_py<'py>(
+    py: Python<'py>,
     batch: PixelBatch,
-) -> PyResult<ParsedPy<'_>> {
-    let values = match batch.pixels {
-        Pixels::U8(v) => PyArray1::from_vec(py, v).into_any(),
-        Pixels::F32(v) => PyArray1::from_vec(py, v).into_any(),
+    pool: Option<&Arc<PixelPool>>,
+) -> PyResult<ParsedPy<'py>> {
+    let Some(pool) = pool else {
+        let values = match batch.pixels {
+            Pixels::U8(v) => PyArray1::from_vec(py, v).into_any(),
+            Pixels::F32(v) => PyArray1::from_vec(py, v).into_any(),
+        };
+        return Ok((values, batch.shape, None));
+    };
+    let data = match batch.pixels {
+        Pixels::U8(v) => Owned::U8(Array1::from_vec(v)),
+        Pixels::F32(v) => Owned::F32(Array1::from_vec(v)),
+    };
+    let owner = Bound::new(
+        py,
+        PooledPixels {
+            data: Some(data),
+            pool: Arc::clone(pool),
+        },
+    )?;
+    let container = owner.clone().into_any();
+    // SAFETY: `owner` becomes the array's base object, and the buffer it holds is never
+    // touched, moved or reallocated until `owner` is dropped, after the array.
+    let values = unsafe {
+        match &owner.get().data {
+            Some(Owned::U8(a)) => PyArray1::borrow_from_array(a, container).into_any(),
+            Some(Owned::F32(a)) => PyArray1::borrow_from_array(a, container).into_any(),
+            None => unreachable!("set above"),
+        }
     };
     Ok((values, batch.shape, None))
 }
@@ -100,8 +153,8 @@ pub fn decode_images<'py>(
         .collect::<PyResult<_>>()?;
     let slices: Vec<&[u8]> = items.iter().map(|b| b.as_bytes()).collect();
     let batch = py
-        .detach(|| decode_batch(&slices, &seeds, &spec.spec))
+        .detach(|| decode_batch(&slices, &seeds, &spec.spec, None))
         .py_err(py)?;
-    let (values, shape, _) = pixels_to_py(py, batch)?;
+    let (values, shape, _) = pixels_to_py(py, batch, None)?;
     values.call_method1("reshape", (shape,))
 }

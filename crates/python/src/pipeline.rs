@@ -239,11 +239,12 @@ impl Pipeline {
                 PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))?.into_any(),
             )),
             Payload::Parsed(parsed, n) => {
+                let pool = self.inner.pixel_pool();
                 let mut out = Vec::with_capacity(parsed.len());
                 for d in parsed {
                     out.push(match d {
                         Decoded::Feature(p) => parsed_to_py(py, vec![p])?.remove(0),
-                        Decoded::Images(pixels) => pixels_to_py(py, pixels)?,
+                        Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool))?,
                     });
                 }
                 Ok(Some((n, out).into_pyobject(py)?.into_any()))
