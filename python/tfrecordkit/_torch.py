@@ -27,13 +27,18 @@ def consumer(rank: int, world: int) -> tuple[int, int]:
     return world * workers, rank * workers + worker
 
 
-def _tensors(element: Any) -> Any:
+def _tensors(element: Any, device: torch.device | None = None, pin: bool = False) -> Any:
     if isinstance(element, dict):
-        return {k: _tensors(v) for k, v in element.items()}
+        return {k: _tensors(v, device, pin) for k, v in element.items()}
     if isinstance(element, tuple):
-        return tuple(_tensors(v) for v in element)
+        return tuple(_tensors(v, device, pin) for v in element)
     if isinstance(element, np.ndarray) and element.dtype != object:
-        return torch.from_numpy(element)
+        tensor = torch.from_numpy(element)
+        if pin:
+            tensor = tensor.pin_memory()
+        if device is not None:
+            tensor = tensor.to(device, non_blocking=pin)
+        return tensor
     return element
 
 
@@ -44,6 +49,10 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
     files when there are at least as many files as consumers, otherwise every n-th
     record), so every record is delivered once per epoch. Numeric arrays become tensors;
     bytes stay NumPy object arrays, :class:`tfrecordkit.Ragged` stays as it is.
+
+    ``pin_memory`` copies each tensor into page-locked memory and ``device`` moves it
+    there (asynchronously from pinned memory): iterate in the main process, without
+    DataLoader workers, as the pipeline's native threads do the decoding.
     """
 
     def __init__(
@@ -54,8 +63,14 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
         tensors: bool = True,
         rank: int | None = None,
         world_size: int | None = None,
+        device: Any = None,
+        pin_memory: bool = False,
     ) -> None:
         super().__init__()
+        self.device = None if device is None else torch.device(device)
+        self.pin_memory = bool(pin_memory)
+        if self.pin_memory and not torch.cuda.is_available():
+            raise ValueError("pin_memory needs a CUDA device, and torch finds none")
         self.dataset = dataset
         self.epoch = epoch
         self.tensors = tensors
@@ -73,7 +88,12 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[Any]:
+        if (self.device is not None or self.pin_memory) and get_worker_info() is not None:
+            raise RuntimeError(
+                "device= and pin_memory= hand batches to the GPU from the main process: "
+                "use DataLoader(..., num_workers=0), or DataLoader's own pin_memory"
+            )
         rank, world = distributed_rank() or (self.rank, self.world_size)
         count, index = consumer(rank, world)
         for element in self.dataset._split(count, index).iterate(epoch=self.epoch):
-            yield _tensors(element) if self.tensors else element
+            yield _tensors(element, self.device, self.pin_memory) if self.tensors else element

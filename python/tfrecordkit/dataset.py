@@ -373,6 +373,8 @@ class Dataset:
         tensors: bool = True,
         rank: int | None = None,
         world_size: int | None = None,
+        device: Any = None,
+        pin_memory: bool = False,
     ) -> Any:
         """A ``torch.utils.data.IterableDataset`` over this pipeline that splits the work
         among DataLoader workers and ``torch.distributed`` ranks so that every record is
@@ -380,10 +382,21 @@ class Dataset:
 
         Call it after ``init_process_group`` (or pass ``rank`` and ``world_size``). Use
         ``DataLoader(ds, batch_size=None)`` when the pipeline batches, and
-        ``ds.set_epoch(e)`` before each epoch to reshuffle."""
+        ``ds.set_epoch(e)`` before each epoch to reshuffle. ``pin_memory=True`` and
+        ``device="cuda"`` hand each batch to the GPU asynchronously (iterate in the main
+        process: the pipeline's native threads already decode in parallel); send
+        ``uint8`` images and normalize them there."""
         from ._torch import TorchDataset
 
-        return TorchDataset(self, epoch=epoch, tensors=tensors, rank=rank, world_size=world_size)
+        return TorchDataset(
+            self,
+            epoch=epoch,
+            tensors=tensors,
+            rank=rank,
+            world_size=world_size,
+            device=device,
+            pin_memory=pin_memory,
+        )
 
     def to_tf(self, output_signature: Any = None) -> Any:
         """A ``tf.data.Dataset`` yielding this pipeline's elements as tensors (``VarLen``

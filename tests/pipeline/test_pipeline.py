@@ -369,3 +369,20 @@ def test_repr_and_properties(shards, helpers):
     assert repr(ds) == "<Dataset of 1 files.interleave.parse.batch>"
     assert ds.files == paths
     assert ds.element_schema == helpers.SCHEMA
+
+
+def test_to_jax_places_numeric_arrays_on_the_device(shards, helpers):
+    import jax  # a test dependency
+
+    paths = shards([7, 5])
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).batch(4)
+    batches = list(ds.to_jax())
+    assert len(batches) == 3
+    first = batches[0]
+    assert isinstance(first["id"], jax.Array) and isinstance(first["x"], jax.Array)
+    assert first["x"].dtype == jax.numpy.float32 and first["x"].shape == (4, 2)
+    np.testing.assert_array_equal(np.asarray(first["id"]), [0, 1, 2, 3])
+    # Bytes and ragged values are left as they are: JAX has no arrays of them.
+    assert isinstance(first["name"], np.ndarray) and first["name"].dtype == object
+    assert isinstance(first["tokens"], tfr.Ragged)
+    assert helpers.ids_of([{"id": np.asarray(b["id"])} for b in batches]) == list(range(12))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import io
 import os
 import socket
 
@@ -124,3 +125,69 @@ def test_a_cache_filled_before_splitting_is_not_replayed_by_workers(
     loader = DataLoader(ds.to_torch(), batch_size=None, num_workers=2)
     for _ in range(2):
         assert collections.Counter(_ids(loader)) == collections.Counter(range(65))
+
+
+def _jpeg_shards(tmp_path, n=24):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    paths = []
+    for s in range(2):
+        path = str(tmp_path / f"jpeg-{s}.tfrecord")
+        with tfr.RecordWriter(path) as w:
+            for i in range(s, n, 2):
+                buf = io.BytesIO()
+                pixels = rng.integers(0, 256, (40 + i, 50, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(buf, "JPEG")
+                w.write(tfr.encode_example({"image": buf.getvalue(), "label": i % 3}))
+        paths.append(path)
+    return paths
+
+
+def test_uint8_image_batches_feed_a_training_step(tmp_path):
+    paths = _jpeg_shards(tmp_path)
+    ds = (
+        tfr.Dataset.list_files(paths, shuffle=True, seed=0)
+        .interleave(cycle_length=2)
+        .parse({"image": tfr.FixedLen([], "bytes"), "label": tfr.FixedLen([], "int64")})
+        .decode_image("image", size=32, dtype="uint8", random_crop=True, random_flip=True)
+        .batch(8, drop_remainder=True)
+        .to_torch(device="cpu")
+    )
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4, 3),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+    steps = 0
+    for batch in DataLoader(ds, batch_size=None):
+        images = batch["image"]
+        assert images.dtype == torch.uint8 and images.shape == (8, 32, 32, 3)
+        x = images.permute(0, 3, 1, 2).float().div_(255).sub_(mean)
+        loss = torch.nn.functional.cross_entropy(model(x), batch["label"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        steps += 1
+    assert steps == 3
+
+
+def test_gpu_handoff_is_for_the_main_process(tmp_path):
+    paths = _jpeg_shards(tmp_path, 8)
+    ds = (
+        tfr.Dataset.from_files(paths)
+        .parse({"image": tfr.FixedLen([], "bytes"), "label": tfr.FixedLen([], "int64")})
+        .decode_image("image", size=16, dtype="uint8")
+        .batch(4)
+    )
+    with pytest.raises(RuntimeError, match="num_workers=0"):
+        list(DataLoader(ds.to_torch(device="cpu"), batch_size=None, num_workers=1))
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="pin_memory needs a CUDA device"):
+            ds.to_torch(pin_memory=True)
+    else:  # pragma: no cover - only where a GPU is present
+        batches = list(ds.to_torch(pin_memory=True, device="cuda"))
+        assert batches[0]["image"].device.type == "cuda"
