@@ -27,7 +27,7 @@ from . import _core
 from .errors import SchemaError, TFRecordError
 from .image import DEFAULT_CROP_RATIO, ImageOptions
 from .records import OnError, Paths, apply_on_error, check_on_error, expand_paths
-from .schema import FixedLen, FixedLenSequence, Ragged, Schema, _as_schema, _assemble
+from .schema import FixedLen, FixedLenSequence, Ragged, Schema, _as_schema
 
 __all__ = ["AUTOTUNE", "Dataset", "DatasetIterator"]
 
@@ -637,35 +637,35 @@ class Dataset:
 
 
 def _units(pipe: _core.Pipeline, policy: Any, keys: list[str], batched: bool) -> Iterator[Any]:
+    """The pipeline's output as elements; one generator, as it runs once per unit."""
+    next_unit = pipe.next
     try:
-        yield from _read_units(pipe, policy, keys, batched)
+        while True:
+            try:
+                unit = next_unit()
+            except TFRecordError as err:
+                if policy == "raise":
+                    raise
+                apply_on_error(err, policy, "bad record", stacklevel=2)
+                continue
+            if unit is None:
+                return
+            if isinstance(unit, list):
+                if batched:
+                    yield _object_array(unit)
+                else:
+                    yield from unit
+                continue
+            n, parsed = unit
+            columns = {}
+            for key, (values, shape, splits) in zip(keys, parsed, strict=True):
+                columns[key] = values.reshape(shape) if splits is None else Ragged(values, splits)
+            if batched:
+                yield columns
+            else:
+                yield from _unbatch(columns, n)
     finally:
         pipe.close()
-
-
-def _read_units(pipe: _core.Pipeline, policy: Any, keys: list[str], batched: bool) -> Iterator[Any]:
-    while True:
-        try:
-            unit = pipe.next()
-        except TFRecordError as err:
-            if policy == "raise":
-                raise
-            apply_on_error(err, policy, "bad record", stacklevel=2)
-            continue
-        if unit is None:
-            return
-        if isinstance(unit, list):
-            if batched:
-                yield _object_array(unit)
-            else:
-                yield from unit
-            continue
-        n, parsed = unit
-        columns = {k: _assemble(*p) for k, p in zip(keys, parsed, strict=True)}
-        if batched:
-            yield columns
-        else:
-            yield from _unbatch(columns, n)
 
 
 def _unbatch(columns: dict[str, Any], n: int) -> Iterator[dict[str, Any]]:

@@ -586,40 +586,133 @@ impl Stream for TakeStream {
 }
 
 /// tf.data's shuffle: a buffer of `size` records; each output is a uniformly chosen
-/// record of the buffer, replaced by the next record read.
+/// record of the buffer, whose place the next record read takes.
+///
+/// Records of up to [`INLINE`] bytes live inside their entry, next to their origin, so
+/// that drawing one touches one place in memory; longer ones spill to a buffer of their
+/// own, kept per slot and reused.
 struct ShuffleStream {
     inner: Box<dyn Stream>,
     size: usize,
-    buffer: Vec<(Vec<u8>, Origin)>,
-    spare: Vec<Vec<u8>>,
+    entries: Vec<Entry>,
+    spill: Vec<Vec<u8>>,
+    scratch: Vec<u8>,
+    /// An error met while refilling, delivered after the record drawn before it.
+    pending: Option<Error>,
+    /// The slot the next output takes, drawn early so that its memory is fetched while
+    /// this output is being delivered.
+    next: Option<usize>,
     exhausted: bool,
     rng: fastrand::Rng,
 }
 
+const INLINE: usize = 100;
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Entry {
+    origin: Origin,
+    len: u32,
+    data: [u8; INLINE],
+}
+
+impl ShuffleStream {
+    fn new(inner: Box<dyn Stream>, size: usize, rng: fastrand::Rng) -> ShuffleStream {
+        let size = size.max(1);
+        ShuffleStream {
+            inner,
+            size,
+            entries: Vec::with_capacity(size.min(1 << 20)),
+            spill: Vec::with_capacity(size.min(1 << 20)),
+            scratch: Vec::new(),
+            pending: None,
+            next: None,
+            exhausted: false,
+            rng,
+        }
+    }
+
+    /// Puts the record in `scratch` into slot `i` (one past the end: a new slot).
+    fn store(&mut self, i: usize, origin: Origin) {
+        let len = self.scratch.len();
+        let mut entry = Entry {
+            origin,
+            len: len as u32,
+            data: [0; INLINE],
+        };
+        if i == self.entries.len() {
+            self.spill.push(Vec::new());
+        }
+        if len <= INLINE {
+            entry.data[..len].copy_from_slice(&self.scratch);
+        } else {
+            let spill = &mut self.spill[i];
+            spill.clear();
+            spill.extend_from_slice(&self.scratch);
+        }
+        if i == self.entries.len() {
+            self.entries.push(entry);
+        } else {
+            self.entries[i] = entry;
+        }
+    }
+
+    fn read(&mut self) -> Result<Option<Origin>> {
+        self.scratch.clear();
+        let got = self.inner.next_into(&mut self.scratch);
+        if matches!(got, Ok(None)) {
+            self.exhausted = true;
+        }
+        got
+    }
+}
+
 impl Stream for ShuffleStream {
     fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
-        while !self.exhausted && self.buffer.len() < self.size {
-            let mut v = self.spare.pop().unwrap_or_default();
-            v.clear();
-            match self.inner.next_into(&mut v) {
-                Ok(Some(origin)) => self.buffer.push((v, origin)),
-                Ok(None) => {
-                    self.exhausted = true;
-                    self.spare.push(v);
-                }
-                Err(e) => {
-                    self.spare.push(v);
-                    return Err(e);
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        while !self.exhausted && self.entries.len() < self.size {
+            if let Some(origin) = self.read()? {
+                self.store(self.entries.len(), origin);
+            }
+        }
+        if self.entries.is_empty() {
+            return Ok(None);
+        }
+        let i = match self.next.take() {
+            Some(i) => i,
+            None => self.rng.usize(..self.entries.len()),
+        };
+        let entry = &self.entries[i];
+        let (origin, len) = (entry.origin, entry.len as usize);
+        if len <= INLINE {
+            out.extend_from_slice(&entry.data[..len]);
+        } else {
+            out.extend_from_slice(&self.spill[i]);
+        }
+        let refill = if self.exhausted {
+            Ok(None)
+        } else {
+            self.read()
+        };
+        match refill {
+            Ok(Some(next)) => {
+                self.store(i, next);
+                // The buffer stays full: the next draw has the same range, so it can be
+                // drawn now and its entry loaded ahead of use.
+                let j = self.rng.usize(..self.entries.len());
+                std::hint::black_box(self.entries[j].len);
+                self.next = Some(j);
+            }
+            other => {
+                self.entries.swap_remove(i);
+                self.spill.swap_remove(i);
+                if let Err(e) = other {
+                    self.pending = Some(e);
                 }
             }
         }
-        if self.buffer.is_empty() {
-            return Ok(None);
-        }
-        let i = self.rng.usize(..self.buffer.len());
-        let (data, origin) = self.buffer.swap_remove(i);
-        out.extend_from_slice(&data);
-        self.spare.push(data);
         Ok(Some(origin))
     }
 }
@@ -888,14 +981,11 @@ fn build(plan: &Arc<Plan>, files: &Arc<Files>, upto: usize, salt: u64) -> Result
             inner: inner()?,
             left: *n,
         }),
-        RecordOp::Shuffle { buffer, seed } => Box::new(ShuffleStream {
-            inner: inner()?,
-            size: (*buffer).max(1),
-            buffer: Vec::with_capacity((*buffer).clamp(1, 1 << 20)),
-            spare: Vec::new(),
-            exhausted: false,
-            rng: rng_for(*seed, stage_salt),
-        }),
+        RecordOp::Shuffle { buffer, seed } => Box::new(ShuffleStream::new(
+            inner()?,
+            *buffer,
+            rng_for(*seed, stage_salt),
+        )),
         RecordOp::Repeat(count) => {
             if *count == Some(0) {
                 return Ok(Box::new(TakeStream {
