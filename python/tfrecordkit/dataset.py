@@ -633,23 +633,39 @@ class Dataset:
             opener=_open_url if any(_is_url(f) for f in files) else None,
             images=images,
         )
-        return _units(pipe, policy, keys, batched)
+        # FixedLenSequence batches are padded to their own longest row, so short ones
+        # cannot be joined: they are delivered as they are.
+        refill = schema is None or not any(isinstance(s, FixedLenSequence) for s in schema.values())
+        return _units(pipe, policy, keys, plan.batch if refill or not batched else None, batched)
 
 
-def _units(pipe: _core.Pipeline, policy: Any, keys: list[str], batched: bool) -> Iterator[Any]:
-    """The pipeline's output as elements; one generator, as it runs once per unit."""
+def _units(
+    pipe: _core.Pipeline,
+    policy: Any,
+    keys: list[str],
+    batch: tuple[int, bool] | None,
+    batched: bool,
+) -> Iterator[Any]:
+    """The pipeline's output as elements; one generator, as it runs once per unit.
+    ``batch`` (size, drop_remainder) refills batches left short by skipped records."""
     next_unit = pipe.next
+    # Records skipped under on_error leave a batch short: as in tf.data, where skipped
+    # elements never reach batch(), later records fill it up.
+    short: tuple[dict[str, Any], int] | None = None
     try:
         while True:
             try:
                 unit = next_unit()
             except TFRecordError as err:
                 if policy == "raise":
+                    if short is not None:
+                        # What was read before the damage goes out first.
+                        yield short[0]
                     raise
                 apply_on_error(err, policy, "bad record", stacklevel=2)
                 continue
             if unit is None:
-                return
+                break
             if isinstance(unit, list):
                 if batched:
                     yield _object_array(unit)
@@ -660,12 +676,49 @@ def _units(pipe: _core.Pipeline, policy: Any, keys: list[str], batched: bool) ->
             columns = {}
             for key, (values, shape, splits) in zip(keys, parsed, strict=True):
                 columns[key] = values.reshape(shape) if splits is None else Ragged(values, splits)
-            if batched:
+            if not batched:
+                yield from _unbatch(columns, n)
+            elif batch is None or (short is None and n == batch[0]):
                 yield columns
             else:
-                yield from _unbatch(columns, n)
+                if short is not None:
+                    columns, n = _join(short[0], columns), short[1] + n
+                size = batch[0]
+                while n >= size:
+                    yield _rows(columns, 0, size)
+                    columns, n = _rows(columns, size, n), n - size
+                short = (columns, n) if n else None
+        if short is not None and batch is not None and not batch[1]:
+            yield short[0]
     finally:
         pipe.close()
+
+
+def _rows(columns: dict[str, Any], start: int, stop: int) -> dict[str, Any]:
+    """Rows ``start:stop`` of a parsed batch."""
+    out: dict[str, Any] = {}
+    for key, v in columns.items():
+        if isinstance(v, Ragged):
+            splits = v.row_splits[start : stop + 1]
+            out[key] = Ragged(v.values[splits[0] : splits[-1]], splits - splits[0])
+        else:
+            out[key] = v[start:stop]
+    return out
+
+
+def _join(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two parsed batches as one."""
+    out: dict[str, Any] = {}
+    for key, x in a.items():
+        y = b[key]
+        if isinstance(x, Ragged):
+            splits = np.concatenate(
+                [x.row_splits, y.row_splits[1:] - y.row_splits[0] + x.row_splits[-1]]
+            )
+            out[key] = Ragged(np.concatenate([x.values, y.values]), splits)
+        else:
+            out[key] = np.concatenate([x, y])
+    return out
 
 
 def _unbatch(columns: dict[str, Any], n: int) -> Iterator[dict[str, Any]]:

@@ -297,3 +297,31 @@ def test_reused_batch_buffers_never_show_through(image_shards):
     for i, b in enumerate(held):
         want = tfr.image.decode_batch(images[i * 6 : (i + 1) * 6], size=(20, 24))
         np.testing.assert_array_equal(b["image"], want)
+
+
+def test_skipped_records_leave_no_batch_short(tmp_path):
+    """As in tf.data, where skipped elements never reach batch(): later records fill in."""
+    path = str(tmp_path / "gaps.tfrecord")
+    good = encode(pixels(10, 10))
+    bad = {2, 3, 7, 11}
+    with tfr.RecordWriter(path) as w:
+        for i in range(14):
+            w.write(tfr.encode_example({"image": b"nope" if i in bad else good, "label": i}))
+    kept = [i for i in range(14) if i not in bad]
+
+    def batches(drop_remainder):
+        ds = (
+            tfr.Dataset.from_files(path, on_error="skip")
+            .parse(SCHEMA)
+            .decode_image("image", size=8, dtype="uint8")
+            .batch(4, drop_remainder=drop_remainder)
+        )
+        return list(ds)
+
+    full = batches(True)
+    assert [len(b["label"]) for b in full] == [4, 4]
+    assert [int(x) for b in full for x in b["label"]] == kept[:8]
+    assert all(b["image"].shape == (4, 8, 8, 3) for b in full)
+    ragged_end = batches(False)
+    assert [len(b["label"]) for b in ragged_end] == [4, 4, 2]
+    assert [int(x) for b in ragged_end for x in b["label"]] == kept

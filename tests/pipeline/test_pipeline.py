@@ -397,3 +397,22 @@ print(sum((np.asarray(b["id"]).tolist() for b in batches), []))
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[-2] == str(list(range(12)))
+
+
+def test_skipped_damage_leaves_no_batch_short(tmp_path, helpers):
+    """Unparsable records skipped under on_error: the batches around them stay full,
+    ragged features included."""
+    path = str(tmp_path / "mixed.tfrecord")
+    bad = {1, 5, 6}
+    with tfr.RecordWriter(path) as w:
+        for i in range(13):
+            w.write(b"\x0a\x03bad" if i in bad else helpers.example(i))
+    ds = tfr.Dataset.from_files(path, on_error="skip").parse(helpers.SCHEMA)
+    batches = list(ds.batch(4))
+    assert [len(b["id"]) for b in batches] == [4, 4, 2]
+    kept = [i for i in range(13) if i not in bad]
+    assert helpers.ids_of(batches) == kept
+    want = tfr.parse_examples([helpers.example(i) for i in kept], helpers.SCHEMA)
+    tokens = [list(t) for b in batches for t in (b["tokens"][j] for j in range(len(b["id"])))]
+    assert tokens == [list(want["tokens"][j]) for j in range(len(kept))]
+    assert [len(b["id"]) for b in ds.batch(4, drop_remainder=True)] == [4, 4]
