@@ -607,12 +607,18 @@ class Dataset:
         if not batched and any(o.size is None or o.channels == 0 for _, o in plan.images):
             # Images that keep their own shape cannot share an array.
             unit = 1
+        policy = src.on_error
+        # FixedLenSequence batches are padded to their own longest row, so short ones
+        # cannot be joined: they are delivered as they are.
+        refill = schema is None or not any(isinstance(s, FixedLenSequence) for s in schema.values())
+        # When records may be skipped, a last short unit may still fill a batch: the
+        # remainder is dropped after refilling, not before.
+        native_drop = bool(plan.batch and plan.batch[1]) and (policy == "raise" or not refill)
         keys = list(schema) if schema is not None else []
         images = [(keys.index(k), o.native(), o.seed_value()) for k, o in plan.images]
         # The consuming thread parses too; extra workers pay off past two cores. Image
         # decoding is heavy enough for a worker per core, leaving the consumer free.
         workers = _cpus() if images else min(max(_cpus() - 2, 0), 4)
-        policy = src.on_error
         pipe = _core.Pipeline(
             files,
             compression=src.compression,
@@ -624,7 +630,7 @@ class Dataset:
             deterministic=deterministic,
             record_ops=record_ops,
             batch_size=unit,
-            drop_remainder=batched and plan.batch[1],  # type: ignore[index]
+            drop_remainder=native_drop,
             schema=schema.compiled() if schema is not None else None,
             parse_workers=workers,
             prefetch=plan.prefetch or 2,
@@ -633,9 +639,6 @@ class Dataset:
             opener=_open_url if any(_is_url(f) for f in files) else None,
             images=images,
         )
-        # FixedLenSequence batches are padded to their own longest row, so short ones
-        # cannot be joined: they are delivered as they are.
-        refill = schema is None or not any(isinstance(s, FixedLenSequence) for s in schema.values())
         return _units(pipe, policy, keys, plan.batch if refill or not batched else None, batched)
 
 

@@ -416,3 +416,13 @@ def test_skipped_damage_leaves_no_batch_short(tmp_path, helpers):
     tokens = [list(t) for b in batches for t in (b["tokens"][j] for j in range(len(b["id"])))]
     assert tokens == [list(want["tokens"][j]) for j in range(len(kept))]
     assert [len(b["id"]) for b in ds.batch(4, drop_remainder=True)] == [4, 4]
+
+
+def test_skipped_damage_lets_the_tail_fill_the_last_batch(tmp_path, helpers):
+    path = str(tmp_path / "head.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        for i in range(13):
+            w.write(b"\x0a\x03bad" if i == 0 else helpers.example(i))
+    ds = tfr.Dataset.from_files(path, on_error="skip").parse(helpers.SCHEMA)
+    batches = list(ds.batch(4, drop_remainder=True))
+    assert helpers.ids_of(batches) == list(range(1, 13))
