@@ -66,6 +66,8 @@ class ImageOptions:
         seed: int | None = None,
     ) -> ImageOptions:
         """Checks and normalizes the arguments :func:`decode` takes."""
+        if channels not in (0, 1, 3, 4):
+            raise ValueError(f"channels must be 0, 1, 3 or 4, not {channels!r}")
         if size is not None:
             if isinstance(size, (int, np.integer)):
                 size = (int(size), int(size))

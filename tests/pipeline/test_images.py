@@ -117,7 +117,16 @@ def test_bad_images_and_arguments_raise_typed_errors():
     bomb[16:24] = (60000).to_bytes(4, "big") * 2
     with pytest.raises(tfr.ImageDecodeError):
         tfr.image.decode(bytes(bomb))
-    for bad in ({"channels": 2}, {"dtype": "int16"}, {"resize": "cubic"}, {"size": 0}):
+    for bad in (
+        {"channels": 2},
+        {"channels": -1},
+        {"channels": 300},
+        {"dtype": "int16"},
+        {"resize": "cubic"},
+        {"size": 0},
+        {"seed": -3},
+        {"size": 8, "random_crop": (0.5, 0.2)},
+    ):
         with pytest.raises(ValueError):
             tfr.image.decode(jpeg, **bad)
     with pytest.raises(ValueError, match="needs an output size"):
