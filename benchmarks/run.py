@@ -191,6 +191,17 @@ def write_seed_shards(prefix: Path, n: int, shards: int = 8) -> None:
     tfr.write_dataset(seed_columns(n), str(prefix), num_shards=shards, progress=False)
 
 
+def tf_interleaved(tf, pattern: str):
+    """The seed's `list_files → interleave(AUTOTUNE, deterministic=False)` of TFRecord files."""
+    autotune = tf.data.AUTOTUNE
+    return tf.data.Dataset.list_files(pattern, shuffle=False).interleave(
+        lambda fn: tf.data.TFRecordDataset(fn),
+        cycle_length=autotune,
+        num_parallel_calls=autotune,
+        deterministic=False,
+    )
+
+
 def tf_seed_pipeline(tf, pattern: str) -> Callable[[], int]:
     """The seed article's interleave pipeline, without the image decoding."""
     spec = tf_schema(tf, False)
@@ -198,13 +209,7 @@ def tf_seed_pipeline(tf, pattern: str) -> Callable[[], int]:
 
     def run() -> int:
         ds = (
-            tf.data.Dataset.list_files(pattern, shuffle=False)
-            .interleave(
-                lambda fn: tf.data.TFRecordDataset(fn),
-                cycle_length=autotune,
-                num_parallel_calls=autotune,
-                deterministic=False,
-            )
+            tf_interleaved(tf, pattern)
             .map(lambda x: tf.io.parse_single_example(x, spec), num_parallel_calls=autotune)
             .cache()
             .shuffle(buffer_size=10000)
@@ -284,13 +289,7 @@ def tf_image_pipeline(tf, pattern: str) -> Callable[[], int]:
 
     def run() -> int:
         ds = (
-            tf.data.Dataset.list_files(pattern, shuffle=False)
-            .interleave(
-                lambda fn: tf.data.TFRecordDataset(fn),
-                cycle_length=autotune,
-                num_parallel_calls=autotune,
-                deterministic=False,
-            )
+            tf_interleaved(tf, pattern)
             .map(parse, num_parallel_calls=autotune)
             .batch(128, drop_remainder=True)
             .prefetch(autotune)

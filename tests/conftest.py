@@ -1,4 +1,4 @@
-"""Session-wide checks: in CI a skipped test is a failure, since every dependency the
+"""Checks over the whole test run: in CI a skipped test is a failure, since every dependency the
 suite needs (TensorFlow included) is installed by the test command."""
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ except Exception as err:
     ],
 )
 def test_longdouble_is_a_numpy_floating(expr, expected):
-    # Run in a child: a crash here must fail this test, not take the whole session down.
+    # Run in a child: a crash here must fail this test, not take the whole test run down.
     import subprocess
     import sys
 

@@ -124,10 +124,13 @@ pub fn parse_examples<'py>(
 pub fn parsed_to_py(py: Python<'_>, parsed: Vec<Parsed>) -> PyResult<Vec<ParsedPy<'_>>> {
     parsed
         .into_iter()
-        .map(|p| {
-            let values = column_to_py(py, p.values)?;
-            let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
-            Ok((values, p.shape, splits))
-        })
+        .map(|p| parsed_column_to_py(py, p))
         .collect()
+}
+
+/// One parsed column as a `(flat values, shape, row_splits or None)` tuple.
+pub fn parsed_column_to_py(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> {
+    let values = column_to_py(py, p.values)?;
+    let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
+    Ok((values, p.shape, splits))
 }

@@ -13,7 +13,7 @@ use tfrecordkit_core::{Compression, Error, ReadOptions};
 
 use crate::errors::IntoPyResult;
 use crate::image::{pixels_to_py, ImageSpec};
-use crate::parse::{parsed_to_py, CompiledSchema};
+use crate::parse::{parsed_column_to_py, CompiledSchema};
 
 /// Records kept after a pipeline's first complete pass (in memory, or in a file).
 #[pyclass(module = "tfrecordkit._core", frozen)]
@@ -243,7 +243,7 @@ impl Pipeline {
                 let mut out = Vec::with_capacity(parsed.len());
                 for d in parsed {
                     out.push(match d {
-                        Decoded::Feature(p) => parsed_to_py(py, vec![p])?.remove(0),
+                        Decoded::Feature(p) => parsed_column_to_py(py, p)?,
                         Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool))?,
                     });
                 }
