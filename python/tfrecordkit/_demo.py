@@ -91,7 +91,8 @@ def run(directory: str, n: int, echo: Callable[[str], None]) -> int:
 
 def convert_and_load(directory: str, echo: Callable[[str], None], n: int = 48) -> int:
     """A CSV of ``split,image_uri,label`` rows over generated PNGs, converted with
-    :func:`convert` and read back through a shuffled, batched pipeline; returns failures."""
+    :func:`convert`, read back through a shuffled, batched pipeline, and decoded with
+    :meth:`Dataset.decode_image`; returns failures."""
     import csv
 
     from PIL import Image
@@ -124,4 +125,28 @@ def convert_and_load(directory: str, echo: Callable[[str], None], n: int = 48) -
     want = sum(r["split"] == "TRAIN" for r in rows)
     status = "ok" if seen == want and summary.discarded == 0 else "FAILED"
     echo(f"load    {out} (train): {seen} Examples in shuffled batches of 8, {status}")
-    return int(status != "ok")
+    failed = status != "ok"
+
+    # Decoded on the pipeline's threads, each image must equal Pillow's reading of its file.
+    sources = {}
+    for r in rows:
+        if r["split"] == "TRAIN":
+            with Image.open(r["image_uri"]) as img:
+                sources[np.asarray(img).tobytes()] = np.asarray(img).shape
+    exact = decoded = 0
+    for example in load(out, "train").decode_image("image", dtype="uint8"):
+        pixels = example["image"]
+        exact += sources.get(pixels.tobytes()) == pixels.shape
+        decoded += 1
+    shapes = {
+        b["image"].shape
+        for b in load(out, "train")
+        .decode_image("image", size=32, random_flip=True, seed=0)
+        .batch(8)
+    }
+    status = "ok" if exact == decoded == want and shapes == {(8, 32, 32, 3)} else "FAILED"
+    echo(
+        f"decode  {out} (train): {decoded} images equal to their source files; resized and "
+        f"flipped into float32 batches of shape {sorted(shapes)}, {status}"
+    )
+    return int(failed or status != "ok")

@@ -404,8 +404,8 @@ def reshard(
 )
 @click.option("-n", "num", default=10_000, show_default=True, help="Examples to write.")
 def demo(directory: str, num: int) -> None:
-    """Write, verify and parse a sample dataset; convert a generated image table and read it
-    back through a pipeline."""
+    """Write, verify and parse a sample dataset; convert a generated image table, read it
+    back through a pipeline and decode its images."""
     from ._demo import run
 
     sys.exit(run(directory, num, click.echo))

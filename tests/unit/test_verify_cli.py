@@ -190,6 +190,8 @@ def test_cli_demo(tmp_path):
     assert tfr.count(str(directory / "sample.tfrecord")) == 500
     assert tfr.count(str(directory / "sample.tfrecord.gz")) == 500
     assert "24 Examples in shuffled batches of 8, ok" in res.output
+    assert "24 images equal to their source files" in res.output
+    assert "[(8, 32, 32, 3)], ok" in res.output
     train = tfr.load(directory / "converted", "train")
     assert sum(1 for _ in train) == 24
 
