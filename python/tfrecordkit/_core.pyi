@@ -14,6 +14,7 @@ __all__ = [
     "RecordReader",
     "RecordWriter",
     "count_records",
+    "decode_image",
     "decode_images",
     "decode_example",
     "decode_sequence_example",
@@ -131,6 +132,7 @@ class ImageSpec:
         max_pixels: int = ...,
     ) -> ImageSpec: ...
 
+def decode_image(image: bytes, spec: ImageSpec, seed: int) -> np.ndarray: ...
 def decode_images(images: list[bytes], spec: ImageSpec, seeds: list[int]) -> np.ndarray: ...
 
 @final

@@ -148,7 +148,9 @@ def decode(
         random_flip=random_flip,
         seed=seed,
     )
-    return decode_with(options, [data])[0]
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    return _core.decode_image(data, options.native(), _core_seed(options.seed_value(), 0, 0))
 
 
 def decode_batch(images: Sequence[bytes], *args: Any, **kwargs: Any) -> np.ndarray:

@@ -60,6 +60,23 @@ def test_grayscale_and_uint8_agree_with_tensorflow():
         assert np.abs(ours - tf_seed(data, (224, 224))).mean() < 0.02
 
 
+def test_cmyk_jpegs_decode_as_tensorflow_does_and_to_gray_as_well():
+    buf = io.BytesIO()
+    Image.fromarray(PHOTOS[0][:200, :300]).convert("CMYK").save(buf, "JPEG", quality=90)
+    data = buf.getvalue()
+    theirs = tf.io.decode_jpeg(data, channels=3).numpy()
+    ours = tfr.image.decode(data, dtype="uint8")
+    assert ours.shape == theirs.shape
+    assert np.abs(ours.astype(int) - theirs).mean() / 255 < 0.02
+    # TensorFlow refuses one channel from a CMYK JPEG; ours is the gray of its RGB.
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.io.decode_jpeg(data, channels=1)
+    gray = tfr.image.decode(data, channels=1, dtype="uint8")
+    want = tf.image.rgb_to_grayscale(theirs).numpy()
+    assert gray.shape == want.shape
+    assert np.abs(gray.astype(int) - want).mean() / 255 < 0.02
+
+
 @pytest.mark.parametrize("method", ["bilinear", "nearest"])
 @pytest.mark.parametrize("size", [(224, 224), (37, 91), (600, 500), (427, 640)])
 def test_png_decode_and_resize_match_tensorflow_exactly(method, size):

@@ -108,8 +108,13 @@ def test_bad_images_and_arguments_raise_typed_errors():
     with pytest.raises(tfr.ImageDecodeError, match="not a JPEG, PNG or WebP"):
         tfr.image.decode(b"definitely not an image")
     jpeg = encode(pixels(40, 40))
-    with pytest.raises(tfr.ImageDecodeError, match="bad JPEG"):
-        tfr.image.decode(jpeg[: len(jpeg) // 3])
+    for cut in (len(jpeg) // 3, 200, len(jpeg) - 10):
+        with pytest.raises(tfr.ImageDecodeError, match="bad JPEG") as err:
+            tfr.image.decode(jpeg[:cut])
+        # One line, and no batch position for a single image.
+        assert "\n" not in str(err.value) and "record" not in str(err.value)
+    with pytest.raises(tfr.ImageDecodeError, match="record 1"):
+        tfr.image.decode_batch([jpeg, jpeg[:200]], size=8)
     with pytest.raises(tfr.ImageDecodeError):
         tfr.image.decode(tfr.image.encode_png(pixels(5, 5))[:-20])
     # A header claiming a huge image is refused before any pixel memory is taken.

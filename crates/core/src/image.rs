@@ -201,7 +201,11 @@ fn decode_jpeg(data: &[u8], channels: u8, max_pixels: usize) -> Result<Image> {
     use zune_core::options::DecoderOptions;
     use zune_jpeg::JpegDecoder;
 
-    let fail = |e: zune_jpeg::errors::DecodeErrors| image_error(format!("bad JPEG: {e}"));
+    // zune-jpeg's messages can end in, or span, new lines: make them one line.
+    let fail = |e: zune_jpeg::errors::DecodeErrors| {
+        let words: Vec<String> = e.to_string().split_whitespace().map(String::from).collect();
+        image_error(format!("bad JPEG: {}", words.join(" ")))
+    };
     let options = DecoderOptions::default()
         .set_max_width(1 << 16)
         .set_max_height(1 << 16)
@@ -213,9 +217,12 @@ fn decode_jpeg(data: &[u8], channels: u8, max_pixels: usize) -> Result<Image> {
         .ok_or_else(|| image_error("bad JPEG: no frame header"))?;
     let (width, height) = (info.width as usize, info.height as usize);
     check_size(width, height, max_pixels)?;
-    let gray_source = matches!(decoder.input_colorspace(), Some(ColorSpace::Luma));
+    let source = decoder.input_colorspace();
+    let gray_source = matches!(source, Some(ColorSpace::Luma));
+    // zune-jpeg maps CMYK only to RGB(A); gray comes from RGB in `convert_channels`.
+    let cmyk_source = matches!(source, Some(ColorSpace::CMYK | ColorSpace::YCCK));
     let (out, n) = match channels {
-        1 => (ColorSpace::Luma, 1),
+        1 if !cmyk_source => (ColorSpace::Luma, 1),
         0 if gray_source => (ColorSpace::Luma, 1),
         4 => (ColorSpace::RGBA, 4),
         _ => (ColorSpace::RGB, 3),

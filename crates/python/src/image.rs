@@ -8,8 +8,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use tfrecordkit_core::image::{
-    decode_batch, Augment, Filter, ImageSpec as CoreSpec, PixelBatch, PixelPool, PixelType, Pixels,
-    DEFAULT_MAX_PIXELS,
+    decode_batch, decode_image as decode_one, Augment, Filter, ImageSpec as CoreSpec, PixelBatch,
+    PixelPool, PixelType, Pixels, DEFAULT_MAX_PIXELS,
 };
 
 use crate::errors::IntoPyResult;
@@ -154,6 +154,22 @@ pub fn decode_images<'py>(
     let slices: Vec<&[u8]> = items.iter().map(|b| b.as_bytes()).collect();
     let batch = py
         .detach(|| decode_batch(&slices, &seeds, &spec.spec, None))
+        .py_err(py)?;
+    let (values, shape, _) = pixels_to_py(py, batch, None)?;
+    values.call_method1("reshape", (shape,))
+}
+
+/// Decodes one encoded image into a `[h, w, c]` array, augmented with `seed`.
+#[pyfunction]
+pub fn decode_image<'py>(
+    py: Python<'py>,
+    image: &Bound<'py, PyBytes>,
+    spec: &ImageSpec,
+    seed: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let data = image.as_bytes();
+    let batch = py
+        .detach(|| decode_one(data, seed, &spec.spec))
         .py_err(py)?;
     let (values, shape, _) = pixels_to_py(py, batch, None)?;
     values.call_method1("reshape", (shape,))

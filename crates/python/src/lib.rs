@@ -94,6 +94,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records::read_member, m)?)?;
     m.add_function(wrap_pyfunction!(records::index_records, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
+    m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_class::<image::ImageSpec>()?;
     m.add_class::<parse::CompiledSchema>()?;
     m.add_class::<records::RecordReader>()?;
