@@ -132,7 +132,8 @@ def convert_and_load(directory: str, echo: Callable[[str], None], n: int = 48) -
     for r in rows:
         if r["split"] == "TRAIN":
             with Image.open(r["image_uri"]) as img:
-                sources[np.asarray(img).tobytes()] = np.asarray(img).shape
+                source = np.asarray(img)
+            sources[source.tobytes()] = source.shape
     exact = decoded = 0
     for example in load(out, "train").decode_image("image", dtype="uint8"):
         pixels = example["image"]
