@@ -1,11 +1,13 @@
 """Writes the fuzz targets' seed inputs: small files and payloads made by TensorFlow and by
-tfrecordkit. Run from the repository root with the test environment:
+tfrecordkit, and images TensorFlow cannot encode made by Pillow. Run from the repository
+root with the test environment:
 
     .venv/bin/python crates/core/fuzz/make_seeds.py
 """
 
 from __future__ import annotations
 
+import io
 import os
 import zlib
 from pathlib import Path
@@ -15,6 +17,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 import tensorflow as tf
 import tfrecordkit as tfr
+from PIL import Image
 
 SEEDS = Path(__file__).resolve().parent / "seeds"
 
@@ -89,6 +92,16 @@ def main() -> None:
         (0x30, "rgba16.png", tf.io.encode_png(np.uint16(pixels[..., :2]) * 257).numpy()),
     ]:
         put("image_decode", name, bytes([pick]) + data)
+    # What TensorFlow does not encode: progressive and CMYK JPEGs (the latter asked for one
+    # channel), and lossy WebP, from Pillow.
+    for pick, name, image, fmt, options in [
+        (0x23, "progressive.jpg", Image.fromarray(pixels), "JPEG", {"progressive": True}),
+        (0x01, "cmyk.jpg", Image.fromarray(pixels).convert("CMYK"), "JPEG", {}),
+        (0x07, "rgb.webp", Image.fromarray(pixels), "WEBP", {"quality": 80}),
+    ]:
+        buf = io.BytesIO()
+        image.save(buf, fmt, **options)
+        put("image_decode", name, bytes([pick]) + buf.getvalue())
     for f in tmp.iterdir():
         f.unlink()
     tmp.rmdir()
