@@ -681,6 +681,21 @@ fn batch_buffer<T: Px>(len: usize) -> Vec<T> {
     v
 }
 
+/// Image `i`'s slot in the batch buffer, which is taken on the first image.
+fn slot<'a, T: Px>(
+    v: &'a mut Vec<T>,
+    pool: Option<&PixelPool>,
+    (i, per, n): (usize, usize, usize),
+) -> &'a mut [T] {
+    if v.is_empty() {
+        *v = match pool {
+            Some(pool) => pool.take(per * n),
+            None => batch_buffer(per * n),
+        };
+    }
+    &mut v[i * per..(i + 1) * per]
+}
+
 /// Decodes a batch of encoded images into one `[n, height, width, channels]` array.
 /// `seeds[i]` drives image `i`'s augmentation. Without an output size every image must
 /// decode to the same shape. An error names the index of the image in the batch.
@@ -718,27 +733,10 @@ pub fn decode_batch(
             ))));
         }
         let per = this.iter().product::<usize>();
+        let at = (i, per, n);
         match &mut out {
-            Pixels::U8(v) => {
-                if v.is_empty() {
-                    *v = match pool {
-                        Some(pool) => pool.take(per * n),
-                        None => batch_buffer(per * n),
-                    };
-                }
-                let dst = &mut v[i * per..(i + 1) * per];
-                render(&image, window, size, flip, spec.filter, dst);
-            }
-            Pixels::F32(v) => {
-                if v.is_empty() {
-                    *v = match pool {
-                        Some(pool) => pool.take(per * n),
-                        None => batch_buffer(per * n),
-                    };
-                }
-                let dst = &mut v[i * per..(i + 1) * per];
-                render(&image, window, size, flip, spec.filter, dst);
-            }
+            Pixels::U8(v) => render(&image, window, size, flip, spec.filter, slot(v, pool, at)),
+            Pixels::F32(v) => render(&image, window, size, flip, spec.filter, slot(v, pool, at)),
         }
         recycle(image);
     }
