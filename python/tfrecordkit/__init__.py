@@ -10,9 +10,9 @@ import sys as _sys
 
 from . import errors, image
 from ._core import __version__
+from ._paths import expand_paths
 from .conversion import ConversionSummary, convert, load, register_pandas_accessor
 from .dataset import AUTOTUNE, Dataset, DatasetIterator
-from .dataset_writer import Manifest, ShardInfo, write_dataset
 from .errors import (
     CorruptRecordError,
     DataLossError,
@@ -32,14 +32,16 @@ from .example import (
 )
 from .index import RecordIndex, build_index
 from .indexed import IndexedDataset
+from .manifest import Manifest, ShardInfo
 from .records import (
     RecordWriter,
     count,
-    expand_paths,
+    infer_schema,
     read_batches,
     read_examples,
     read_records,
 )
+from .reports import FileReport, ReadReport
 from .schema import (
     FixedLen,
     FixedLenSequence,
@@ -47,11 +49,11 @@ from .schema import (
     Schema,
     SchemaGuess,
     VarLen,
-    infer_schema,
     parse_example,
     parse_examples,
 )
-from .verify import FileReport, ReadReport, repair, verify
+from .verify import repair, verify
+from .writer import write_dataset
 
 if "pandas" in _sys.modules:
     register_pandas_accessor()

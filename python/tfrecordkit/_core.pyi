@@ -1,5 +1,6 @@
 """Type stubs for the tfrecordkit._core extension (kept in step with crates/python)."""
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any, final
 
@@ -13,6 +14,12 @@ __all__ = [
     "PipelineCache",
     "RecordReader",
     "RecordWriter",
+    "Repeat",
+    "Shard",
+    "Shuffle",
+    "Skip",
+    "Take",
+    "commit_shard",
     "count_records",
     "decode_image",
     "decode_images",
@@ -23,10 +30,14 @@ __all__ = [
     "index_records",
     "encode_example",
     "encode_sequence_example",
+    "file_crc32c",
+    "frame_record",
     "masked_crc32c",
+    "mix_seed",
     "parse_examples",
     "read_member",
     "read_record_at",
+    "read_records_at",
     "__version__",
 ]
 __version__: str
@@ -45,6 +56,19 @@ def masked_crc32c(data: bytes) -> int: ...
 def read_record_at(path: str, offset: int, length: int, verify: bool = True) -> bytes: ...
 def read_member(path: str, offset: int, length: int, verify: bool = True) -> list[bytes]: ...
 def index_records(path: str) -> list[tuple[int, int]]: ...
+def read_records_at(
+    path: str, positions: list[tuple[int, int]], verify: bool = True
+) -> list[bytes]: ...
+def frame_record(data: bytes) -> bytes: ...
+def file_crc32c(path: str) -> int: ...
+def commit_shard(
+    data: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    index: str | os.PathLike[str] | None = None,
+    index_path: str | os.PathLike[str] | None = None,
+    replace: bool = False,
+) -> None: ...
+def mix_seed(a: int, b: int) -> int: ...
 
 @final
 class CompiledSchema:
@@ -113,8 +137,49 @@ class PipelineCache:
     def complete(self) -> bool: ...
 
 @final
+class Shuffle:
+    def __new__(cls, buffer_size: int, seed: int | None = None) -> Shuffle: ...
+    def __getnewargs__(self) -> tuple[int, int | None]: ...
+    @property
+    def buffer_size(self) -> int: ...
+    @property
+    def seed(self) -> int | None: ...
+
+@final
+class Shard:
+    def __new__(cls, num_shards: int, index: int) -> Shard: ...
+    def __getnewargs__(self) -> tuple[int, int]: ...
+    @property
+    def num_shards(self) -> int: ...
+    @property
+    def index(self) -> int: ...
+
+@final
+class Skip:
+    def __new__(cls, count: int) -> Skip: ...
+    def __getnewargs__(self) -> tuple[int]: ...
+    @property
+    def count(self) -> int: ...
+
+@final
+class Take:
+    def __new__(cls, count: int) -> Take: ...
+    def __getnewargs__(self) -> tuple[int]: ...
+    @property
+    def count(self) -> int: ...
+
+@final
+class Repeat:
+    def __new__(cls, count: int | None = None) -> Repeat: ...
+    def __getnewargs__(self) -> tuple[int | None]: ...
+    @property
+    def count(self) -> int | None: ...
+
+@final
 class FileOrder:
-    def __new__(cls, n: int, file_ops: list[tuple[Any, ...]], epoch: int = 0) -> FileOrder: ...
+    def __new__(
+        cls, n: int, file_ops: list[Shuffle | Shard | Skip | Take | Repeat], epoch: int = 0
+    ) -> FileOrder: ...
     def __iter__(self) -> FileOrder: ...
     def __next__(self) -> int: ...
 
@@ -137,27 +202,6 @@ def decode_images(images: list[bytes], spec: ImageSpec, seeds: list[int]) -> np.
 
 @final
 class Pipeline:
-    def __new__(
-        cls,
-        files: list[str],
-        *,
-        compression: str | None = "auto",
-        verify: bool = True,
-        max_record_bytes: int | None = None,
-        file_ops: list[tuple[Any, ...]] = ...,
-        cycle_length: int = 1,
-        block_length: int = 1,
-        deterministic: bool = True,
-        record_ops: list[tuple[Any, ...]] = ...,
-        batch_size: int = 256,
-        drop_remainder: bool = False,
-        schema: CompiledSchema | None = None,
-        parse_workers: int = 1,
-        prefetch: int = 2,
-        continue_on_error: bool = False,
-        epoch: int = 0,
-        opener: Any = None,
-        images: list[tuple[int, ImageSpec, int]] = ...,
-    ) -> Pipeline: ...
+    def __new__(cls, plan: Any) -> Pipeline: ...
     def close(self) -> None: ...
-    def next(self) -> list[bytes] | tuple[int, list[Any]] | None: ...
+    def next(self) -> tuple[np.ndarray, list[Any]] | None: ...

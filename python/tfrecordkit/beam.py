@@ -12,7 +12,6 @@ schema) the Examples of local files matching a pattern.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,9 +20,10 @@ from apache_beam import coders
 from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 
-from ._core import masked_crc32c
+from ._core import frame_record
+from ._paths import expand_paths
 from .example import decode_example, encode_example
-from .records import expand_paths, read_records
+from .records import read_records
 from .schema import parse_example
 
 __all__ = ["ReadExamples", "WriteExamples", "frame"]
@@ -34,15 +34,7 @@ _SUFFIX = {None: ".tfrecord", "gzip": ".tfrecord.gz"}
 
 def frame(data: bytes) -> bytes:
     """One record in TFRecord framing: length, its masked CRC32C, data, its masked CRC32C."""
-    length = struct.pack("<Q", len(data))
-    return b"".join(
-        (
-            length,
-            struct.pack("<I", masked_crc32c(length)),
-            data,
-            struct.pack("<I", masked_crc32c(data)),
-        )
-    )
+    return frame_record(data)
 
 
 class _TFRecordSink(filebasedsink.FileBasedSink):

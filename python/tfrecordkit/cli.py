@@ -102,7 +102,7 @@ def _c(compression: str) -> str | None:
 @COMPRESSION
 def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
     """Count the records in PATHS (files or glob patterns)."""
-    from .records import expand_paths
+    from ._paths import expand_paths
 
     try:
         files = expand_paths(list(paths))
@@ -154,7 +154,7 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
 @COMPRESSION
 def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str) -> None:
     """Guess the schema of the Examples in PATHS from a sample of them."""
-    from .schema import infer_schema
+    from .records import infer_schema
 
     try:
         guessed = infer_schema(list(paths), sample, compression=_c(compression))
@@ -173,8 +173,8 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
 @click.argument("paths", nargs=-1, required=True)
 def index(paths: tuple[str, ...]) -> None:
     """Write a FILE.idx sidecar (offset length per record) for each uncompressed file."""
+    from ._paths import expand_paths
     from .index import build_index
-    from .records import expand_paths
 
     failed = False
     try:
@@ -364,8 +364,8 @@ def reshard(
     Merges many files into few, splits few into many, and recompresses; record order is
     kept. Writes a manifest and index sidecars; nothing appears until all shards are done.
     """
-    from .dataset_writer import write_dataset
-    from .records import expand_paths
+    from ._paths import expand_paths
+    from .writer import write_dataset
 
     try:
         files = expand_paths(list(inputs))

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from .table import as_table
 
 __all__ = [
     "decode_example",
@@ -90,7 +91,5 @@ def encode_examples(columns: Any, schema: Mapping[str, Any] | None = None) -> li
     >>> decode_example(records[1])["name"]
     [b'b']
     """
-    from .table import as_table
-
     table = as_table(columns, schema)
     return _core.encode_columns(table.names, table.native(), table.rows)

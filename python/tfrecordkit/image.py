@@ -150,7 +150,9 @@ def decode(
     )
     if not isinstance(data, bytes):
         data = bytes(data)
-    return _core.decode_image(data, options.native(), _core_seed(options.seed_value(), 0, 0))
+    return _core.decode_image(
+        data, options.native(), _core.mix_seed(_core.mix_seed(options.seed_value(), 0), 0)
+    )
 
 
 def decode_batch(images: Sequence[bytes], *args: Any, **kwargs: Any) -> np.ndarray:
@@ -163,17 +165,14 @@ def decode_batch(images: Sequence[bytes], *args: Any, **kwargs: Any) -> np.ndarr
 def decode_with(options: ImageOptions, images: list[bytes], salt: int = 0) -> np.ndarray:
     """Decodes ``images`` with ``options``; image ``i`` is augmented with a seed made
     from the options' seed, ``salt`` and ``i``."""
+    base = _core.mix_seed(options.seed_value(), salt)
+    return decode_seeded(options, images, [_core.mix_seed(base, i) for i in range(len(images))])
+
+
+def decode_seeded(options: ImageOptions, images: list[bytes], seeds: list[int]) -> np.ndarray:
+    """Decodes ``images`` with ``options``, image ``i`` augmented with ``seeds[i]``."""
     images = [bytes(i) if not isinstance(i, bytes) else i for i in images]
-    base = options.seed_value()
-    seeds = [_core_seed(base, salt, i) for i in range(len(images))]
     return _core.decode_images(images, options.native(), seeds)
-
-
-def _core_seed(base: int, salt: int, i: int) -> int:
-    import hashlib
-
-    digest = hashlib.blake2b(f"{base}:{salt}:{i}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
 
 
 def encode_png(pixels: np.ndarray) -> bytes:

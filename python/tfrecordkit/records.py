@@ -2,66 +2,34 @@
 
 from __future__ import annotations
 
-import glob as _glob
+import itertools
 import os
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from . import _core
-from .errors import DataLossError, DataLossWarning
-
-if TYPE_CHECKING:
-    from .verify import ReadReport
+from ._paths import PathLike, Paths, expand_paths
+from ._policy import OnError, check_on_error, policed
+from .example import decode_example
+from .manifest import SHARD_RE, Manifest, manifest_path
+from .reports import ReadReport
+from .schema import Schema, SchemaGuess, _as_schema, _assemble
+from .table import as_table
 
 __all__ = [
     "RecordWriter",
     "count",
     "expand_paths",
+    "infer_schema",
     "read_batches",
     "read_examples",
     "read_records",
 ]
 
-PathLike = str | os.PathLike[str]
-Paths = PathLike | Sequence[PathLike]
-OnError = Literal["raise", "skip", "warn"] | Callable[[DataLossError], Any]
-
-_GLOB_CHARS = frozenset("*?[")
-_SIDECARS = (".idx", ".gzi", ".manifest.json")
 # Uncompressed bytes per gzip member in seekable gzip files.
 SEEKABLE_MEMBER_BYTES = 1 << 20
-
-
-def expand_paths(paths: Paths) -> list[str]:
-    """Turns a path, a glob pattern, or a list of either into a list of existing files.
-
-    Globs expand in sorted order, leaving out index sidecars and dataset manifests. A
-    path or pattern that matches nothing raises ``FileNotFoundError``.
-    """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    out: list[str] = []
-    for p in paths:
-        p = os.fspath(p)
-        if not isinstance(p, str):
-            raise TypeError(f"paths must be str or os.PathLike, not {type(p).__name__}")
-        if _GLOB_CHARS & set(p) and not os.path.exists(p):
-            # Index sidecars and manifests sit beside the shards; a glob never means them.
-            matches = sorted(m for m in _glob.glob(p) if not m.endswith(_SIDECARS))
-            if not matches:
-                raise FileNotFoundError(2, "no files match the pattern", p)
-            out.extend(matches)
-        elif os.path.isdir(p):
-            raise IsADirectoryError(21, "is a directory; pass a file or a glob pattern", p)
-        elif not os.path.exists(p):
-            raise FileNotFoundError(2, "no such file", p)
-        else:
-            out.append(p)
-    return out
 
 
 def read_records(
@@ -107,8 +75,8 @@ def read_records(
         return _batches(lambda: reader.read_batch(512), on_error, reader, report)
 
     if follow:
-        return chain.from_iterable(_following(batches, follow_timeout, poll_interval))
-    return chain.from_iterable(batches())
+        return itertools.chain.from_iterable(_following(batches, follow_timeout, poll_interval))
+    return itertools.chain.from_iterable(batches())
 
 
 def _following(
@@ -168,8 +136,6 @@ def read_examples(
     >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
     ...     train_step(batch["label"])
     """
-    from .schema import _as_schema, _assemble
-
     schema = _as_schema(schema)
     compiled = schema.compiled()
     keys = list(schema)
@@ -195,47 +161,15 @@ def _open(
 T = TypeVar("T")
 
 
-def check_on_error(on_error: object) -> None:
-    """Rejects an ``on_error`` policy that is not one of the documented ones."""
-    if on_error not in ("raise", "skip", "warn") and not callable(on_error):
-        raise ValueError(
-            f'on_error must be "raise", "skip", "warn" or a callable, not {on_error!r}'
-        )
-
-
-def apply_on_error(err: Exception, on_error: Any, what: str, stacklevel: int) -> None:
-    """Applies a non-raising ``on_error`` policy to ``err``: warn, call, or skip silently."""
-    if on_error == "warn":
-        warnings.warn(f"skipped {what}: {err}", DataLossWarning, stacklevel=stacklevel + 1)
-    elif callable(on_error):
-        on_error(err)
-
-
 def _batches(
     next_batch: Callable[[], T | None],
     on_error: OnError,
     reader: _core.RecordReader,
     report: ReadReport | None,
 ) -> Iterator[T]:
-    """Calls ``next_batch`` until it returns nothing, applying the ``on_error`` policy.
-
-    The native reader has already stepped past the damage when it raises, so skipping is
-    simply calling it again.
-    """
+    """Calls ``next_batch`` until it returns nothing, applying the ``on_error`` policy."""
     try:
-        while True:
-            try:
-                batch = next_batch()
-            except DataLossError as err:
-                if on_error == "raise":
-                    raise
-                if report is not None:
-                    report.note(err)
-                apply_on_error(err, on_error, "damaged data", stacklevel=3)
-                continue
-            if not batch:
-                return
-            yield batch
+        yield from policed(next_batch, on_error, note=None if report is None else report.note)
     finally:
         if report is not None:
             report.count(reader.delivered())
@@ -257,8 +191,6 @@ def count(paths: Paths, *, compression: str | None = "auto") -> int:
 
 
 def _known_count(path: str, manifests: dict[str, Any]) -> int | None:
-    from .dataset_writer import SHARD_RE, Manifest, manifest_path
-
     size = os.path.getsize(path)
     name = os.path.basename(path)
     m = SHARD_RE.match(name)
@@ -296,6 +228,21 @@ def _index_count(index: str, size: int, columns: int) -> int | None:
     if last[0] + last[1] != size:
         return None
     return len(table) // 2 if columns == 2 else sum(table[3::4])
+
+
+def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema:
+    """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
+    :class:`SchemaGuess`).
+
+    >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
+    Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
+    """
+    guess = SchemaGuess()
+    for record in read_records(paths, **read_kwargs):
+        if guess.examples >= sample:
+            break
+        guess.add(decode_example(record))
+    return guess.schema()
 
 
 class RecordWriter:
@@ -349,8 +296,6 @@ class RecordWriter:
         >>> with RecordWriter("out.tfrecord") as w:  # doctest: +SKIP
         ...     w.write_examples({"label": labels, "score": scores})
         """
-        from .table import as_table
-
         table = as_table(columns, schema)
         native = table.native()
         for start in range(0, table.rows, chunk_rows):

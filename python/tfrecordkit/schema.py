@@ -20,7 +20,6 @@ __all__ = [
     "Schema",
     "SchemaGuess",
     "VarLen",
-    "infer_schema",
     "parse_example",
     "parse_examples",
 ]
@@ -379,17 +378,3 @@ class SchemaGuess:
             else:
                 specs[key] = VarLen(kind)
         return Schema(specs)
-
-
-def infer_schema(paths: Any, sample: int = 1000, **read_kwargs: Any) -> Schema:
-    """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
-    :class:`SchemaGuess`)."""
-    from .example import decode_example
-    from .records import read_records
-
-    guess = SchemaGuess()
-    for record in read_records(paths, **read_kwargs):
-        if guess.examples >= sample:
-            break
-        guess.add(decode_example(record))
-    return guess.schema()

@@ -270,7 +270,7 @@ def test_hosts_unsized_iterable_without_num_shards_refused(tmp_path, ds):
 
 
 def test_shard_re_matches_every_written_name(tmp_path, ds):
-    from tfrecordkit.dataset_writer import SHARD_RE
+    from tfrecordkit.manifest import SHARD_RE
 
     for comp in (None, "gzip", "zlib"):
         m = ds.write({"i": np.arange(4)}, tmp_path / f"x{comp}", num_shards=2, compression=comp)

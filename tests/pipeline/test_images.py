@@ -260,6 +260,51 @@ def test_decode_image_after_python_stages(image_shards):
     assert [b["image"].shape for b in batched] == [(4, 9, 9, 3), (2, 9, 9, 3)]
 
 
+def test_seeded_augmentation_is_the_same_with_or_without_a_map_before_it(image_shards):
+    paths = image_shards(8)
+    augment = {"size": 12, "random_crop": True, "random_flip": True, "seed": 5}
+
+    def by_label(ds):
+        out = {}
+        for element in ds:
+            labels, images = np.atleast_1d(element["label"]), element["image"]
+            images = images if images.ndim == 4 else images[None]
+            out.update({int(k): img for k, img in zip(labels, images, strict=True)})
+        return out
+
+    parsed = tfr.Dataset.from_files(paths).parse(SCHEMA)
+    native = by_label(parsed.decode_image("image", **augment))
+    assert len(native) == 8
+    relabelled = {"label": None}
+
+    def touch(e):
+        relabelled["label"] = e["label"]
+        return dict(e)
+
+    # A map (Python) before the decoding, then a shuffle and a batch in Python too.
+    for ds in (
+        parsed.map(touch).decode_image("image", **augment),
+        parsed.map(touch).shuffle(8, seed=1).decode_image("image", **augment),
+        parsed.map(touch).batch(3).decode_image("image", **augment),
+        parsed.shuffle(8, seed=2)
+        .map(touch)
+        .filter(lambda e: True)
+        .decode_image("image", **augment),
+    ):
+        got = by_label(ds)
+        assert got.keys() == native.keys()
+        for label, image in got.items():
+            np.testing.assert_array_equal(image, native[label])
+    assert relabelled["label"] is not None
+    # Another epoch draws other crops, alike on both paths.
+    ds_native = parsed.decode_image("image", **augment)
+    ds_mapped = parsed.map(touch).decode_image("image", **augment)
+    second = [by_label(ds.iterate(epoch=1)) for ds in (ds_native, ds_mapped)]
+    for label in native:
+        np.testing.assert_array_equal(second[0][label], second[1][label])
+    assert any(not np.array_equal(second[0][k], native[k]) for k in native)
+
+
 def test_image_pipeline_in_the_seed_shape_with_workers(image_shards):
     paths = image_shards(40)
     ds = (

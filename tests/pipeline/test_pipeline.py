@@ -342,7 +342,7 @@ def test_consumers_split_work_exactly_once(shards, helpers, consumers, determini
     )
     seen = collections.Counter()
     for index in range(consumers):
-        seen.update(helpers.ids_of(list(ds._split(consumers, index).iterate(epoch=2))))
+        seen.update(helpers.ids_of(list(ds.share(consumers, index).iterate(epoch=2))))
     assert seen == collections.Counter(range(sum(counts)))
 
 

@@ -20,6 +20,23 @@ pub fn masked_crc32c(data: &[u8]) -> u32 {
     mask(crc32c::crc32c(data))
 }
 
+/// CRC32C (unmasked) of a whole file's bytes, read in blocks.
+pub fn file_crc32c(path: &str) -> crate::Result<u32> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| crate::Error::io(e, Some(path)))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut crc = 0;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => return Ok(crc),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(crate::Error::io(e, Some(path))),
+        };
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

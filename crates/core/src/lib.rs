@@ -22,7 +22,9 @@ pub use example::{
 };
 pub use parse::{parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind};
 pub use reader::{
-    count_records, index_records, read_member, read_record_at, MultiFileReader, ReadOptions,
-    RecordBatch, RecordReader,
+    count_records, index_records, read_member, read_record_at, read_records_at, MultiFileReader,
+    ReadOptions, RecordBatch, RecordReader,
 };
-pub use writer::{frame_record, index_path, Finished, RecordWriter, WriteOptions};
+pub use writer::{
+    commit_shard, frame_record, index_path, rename_file, Finished, RecordWriter, WriteOptions,
+};

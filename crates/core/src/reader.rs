@@ -688,9 +688,13 @@ fn located_at(err: Error, path: &str, offset: u64) -> Error {
 /// Reads `len` bytes at `offset` of `path`, refusing a range past the end of the file
 /// (a damaged or stale index) without allocating it.
 fn read_range(path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-    use std::io::{Seek, SeekFrom};
     let mut file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
     let size = file.metadata().map_err(|e| Error::io(e, Some(path)))?.len();
+    read_range_of(&mut file, size, path, offset, len)
+}
+
+fn read_range_of(file: &mut File, size: u64, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
     if offset.checked_add(len).is_none_or(|end| end > size) {
         return Err(Error::data_loss(format!(
             "the index points at bytes {offset}..{} but the file holds {size}",
@@ -706,10 +710,9 @@ fn read_range(path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Reads the one record framed in `framed_len` bytes at `offset` of an uncompressed file
-/// (an `.idx` entry), checking its checksums.
-pub fn read_record_at(path: &str, offset: u64, framed_len: u64, verify: bool) -> Result<Vec<u8>> {
-    let buf = read_range(path, offset, framed_len)?;
+/// The one record framed in `buf`, read from `offset` of `path`.
+fn record_in(buf: Vec<u8>, path: &str, offset: u64, verify: bool) -> Result<Vec<u8>> {
+    let framed_len = buf.len() as u64;
     let opts = ReadOptions {
         compression: Some(Compression::None),
         verify,
@@ -725,6 +728,26 @@ pub fn read_record_at(path: &str, offset: u64, framed_len: u64, verify: bool) ->
         .with_offset(offset)),
         Err(e) => Err(located_at(e, path, offset)),
     }
+}
+
+/// Reads the one record framed in `framed_len` bytes at `offset` of an uncompressed file
+/// (an `.idx` entry), checking its checksums.
+pub fn read_record_at(path: &str, offset: u64, framed_len: u64, verify: bool) -> Result<Vec<u8>> {
+    record_in(read_range(path, offset, framed_len)?, path, offset, verify)
+}
+
+/// Reads the records framed at `(offset, framed length)` positions of an uncompressed
+/// file (`.idx` entries), in that order, opening the file once.
+pub fn read_records_at(path: &str, positions: &[(u64, u64)], verify: bool) -> Result<Vec<Vec<u8>>> {
+    let mut file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
+    let size = file.metadata().map_err(|e| Error::io(e, Some(path)))?.len();
+    positions
+        .iter()
+        .map(|&(offset, len)| {
+            let buf = read_range_of(&mut file, size, path, offset, len)?;
+            record_in(buf, path, offset, verify)
+        })
+        .collect()
 }
 
 /// Reads every record of the gzip member of `len` compressed bytes at `offset` (a `.gzi`

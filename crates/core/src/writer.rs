@@ -148,6 +148,71 @@ fn temp_name(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(format!(".{name}{suffix}.tmp-{}-{n}", std::process::id()))
 }
 
+/// Moves `from` to `to`. With `replace == false` an existing `to` is never replaced: the
+/// move fails with `AlreadyExists` instead, atomically (`renameat2(RENAME_NOREPLACE)` on
+/// Linux; elsewhere, or where the filesystem lacks it, a hard link then an unlink).
+pub fn rename_file(from: &Path, to: &Path, replace: bool) -> io::Result<()> {
+    if replace {
+        return fs::rename(from, to);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let src = CString::new(from.as_os_str().as_bytes())?;
+        let dst = CString::new(to.as_os_str().as_bytes())?;
+        // SAFETY: both paths are NUL-terminated C strings that outlive the call.
+        let rc = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                src.as_ptr(),
+                libc::AT_FDCWD,
+                dst.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => {}
+            _ => return Err(err),
+        }
+    }
+    fs::hard_link(from, to)?;
+    fs::remove_file(from)
+}
+
+/// Gives a finished shard (its data file and index sidecar, synced under temporary
+/// names) its final names: the sidecar first, then the data, so that a data file never
+/// appears without its index. `index` is `(temporary, final)`. Without `replace`, an
+/// existing file at either final name fails the commit with `AlreadyExists` and is left
+/// untouched; a failed commit removes this shard's files, wherever they got to.
+pub fn commit_shard(
+    data: &Path,
+    index: Option<(&Path, &Path)>,
+    path: &Path,
+    replace: bool,
+) -> Result<()> {
+    let fail = |e: io::Error, at: &Path, moved_index: bool| {
+        let _ = fs::remove_file(data);
+        if let Some((temp, last)) = index {
+            let _ = fs::remove_file(if moved_index { last } else { temp });
+        }
+        Err(Error::io(e, Some(&at.to_string_lossy())))
+    };
+    if let Some((temp, last)) = index {
+        if let Err(e) = rename_file(temp, last, replace) {
+            return fail(e, last, false);
+        }
+    }
+    if let Err(e) = rename_file(data, path, replace) {
+        return fail(e, path, index.is_some());
+    }
+    Ok(())
+}
+
 /// Writes `"{offset} {length}\n"` into `out` (42 bytes hold any two u64); returns its length.
 /// Faster than formatting machinery, which matters at one line per record.
 fn index_line(out: &mut [u8; 42], offset: u64, length: u64) -> usize {

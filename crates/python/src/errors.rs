@@ -4,20 +4,45 @@ use pyo3::exceptions::{
     PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError, PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
 use std::io;
 use tfrecordkit_core::{Error, ErrorKind};
 
-fn class_name(kind: ErrorKind) -> &'static str {
+/// The classes of `tfrecordkit.errors` that core errors become, in the order of `NAMES`.
+static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+const NAMES: [&str; 6] = [
+    "CorruptRecordError",
+    "TruncatedRecordError",
+    "DataLossError",
+    "ExampleDecodeError",
+    "SchemaError",
+    "ImageDecodeError",
+];
+
+fn class_index(kind: ErrorKind) -> usize {
     match kind {
-        ErrorKind::Corrupt => "CorruptRecordError",
-        ErrorKind::Truncated => "TruncatedRecordError",
-        ErrorKind::DataLoss => "DataLossError",
-        ErrorKind::ExampleDecode => "ExampleDecodeError",
-        ErrorKind::Schema => "SchemaError",
-        ErrorKind::ImageDecode => "ImageDecodeError",
+        ErrorKind::Corrupt => 0,
+        ErrorKind::Truncated => 1,
+        ErrorKind::DataLoss => 2,
+        ErrorKind::ExampleDecode => 3,
+        ErrorKind::Schema => 4,
+        ErrorKind::ImageDecode => 5,
         ErrorKind::Io | ErrorKind::InvalidArgument => unreachable!("mapped to built-ins"),
     }
+}
+
+/// Resolves the exception classes once, when the extension is imported: a broken
+/// `tfrecordkit.errors` fails the import rather than hiding a data error later.
+pub fn init(py: Python<'_>) -> PyResult<()> {
+    let module = py.import("tfrecordkit.errors")?;
+    let classes = NAMES
+        .iter()
+        .map(|name| Ok(module.getattr(*name)?.cast_into::<PyType>()?.unbind()))
+        .collect::<PyResult<Vec<_>>>()?;
+    let _ = CLASSES.set(py, classes);
+    Ok(())
 }
 
 fn os_error(err: &Error) -> PyErr {
@@ -47,8 +72,10 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
         _ => {}
     }
     let build = || -> PyResult<PyErr> {
-        let module = py.import("tfrecordkit.errors")?;
-        let cls = module.getattr(class_name(err.kind))?;
+        let classes = CLASSES
+            .get(py)
+            .expect("the error classes are resolved when the module is imported");
+        let cls = classes[class_index(err.kind)].bind(py);
         let kwargs = PyDict::new(py);
         kwargs.set_item("path", err.path.as_deref())?;
         kwargs.set_item("offset", err.offset)?;

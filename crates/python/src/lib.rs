@@ -81,6 +81,7 @@ fn decode_sequence_example<'py>(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::init(m.py())?;
     m.add_function(wrap_pyfunction!(encode_example, m)?)?;
     m.add_function(wrap_pyfunction!(decode_example, m)?)?;
     m.add_function(wrap_pyfunction!(encode_sequence_example, m)?)?;
@@ -93,6 +94,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records::read_record_at, m)?)?;
     m.add_function(wrap_pyfunction!(records::read_member, m)?)?;
     m.add_function(wrap_pyfunction!(records::index_records, m)?)?;
+    m.add_function(wrap_pyfunction!(records::read_records_at, m)?)?;
+    m.add_function(wrap_pyfunction!(records::frame_record, m)?)?;
+    m.add_function(wrap_pyfunction!(records::file_crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(records::commit_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline::mix_seed, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_class::<image::ImageSpec>()?;
@@ -102,6 +108,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pipeline::Pipeline>()?;
     m.add_class::<pipeline::PipelineCache>()?;
     m.add_class::<pipeline::FileOrder>()?;
+    m.add_class::<pipeline::Shuffle>()?;
+    m.add_class::<pipeline::Shard>()?;
+    m.add_class::<pipeline::Skip>()?;
+    m.add_class::<pipeline::Take>()?;
+    m.add_class::<pipeline::Repeat>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

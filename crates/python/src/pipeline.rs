@@ -3,6 +3,7 @@
 use std::io::{self, Read};
 use std::sync::Arc;
 
+use numpy::IntoPyArray;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -93,53 +94,271 @@ impl Opener for PyOpener {
     }
 }
 
-fn file_op(t: &Bound<'_, PyTuple>) -> PyResult<FileOp> {
-    let name: String = t.get_item(0)?.extract()?;
-    Ok(match name.as_str() {
-        "shuffle" => FileOp::Shuffle {
-            buffer: t.get_item(1)?.extract()?,
-            seed: t.get_item(2)?.extract()?,
-        },
-        "shard" => FileOp::Shard {
-            num_shards: t.get_item(1)?.extract()?,
-            index: t.get_item(2)?.extract()?,
-        },
-        "skip" => FileOp::Skip(t.get_item(1)?.extract()?),
-        "take" => FileOp::Take(t.get_item(1)?.extract()?),
-        "repeat" => FileOp::Repeat(t.get_item(1)?.extract()?),
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown file stage {other:?}"
-            )))
-        }
-    })
+/// Shuffles through a buffer of `buffer_size` elements (files or records).
+#[pyclass(module = "tfrecordkit._core", frozen, eq)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shuffle {
+    #[pyo3(get)]
+    buffer_size: usize,
+    #[pyo3(get)]
+    seed: Option<u64>,
 }
 
-fn record_op(t: &Bound<'_, PyTuple>) -> PyResult<RecordOp> {
-    let name: String = t.get_item(0)?.extract()?;
-    Ok(match name.as_str() {
-        "shuffle" => RecordOp::Shuffle {
-            buffer: t.get_item(1)?.extract()?,
-            seed: t.get_item(2)?.extract()?,
-        },
-        "shard" => RecordOp::Shard {
-            num_shards: t.get_item(1)?.extract()?,
-            index: t.get_item(2)?.extract()?,
-        },
-        "skip" => RecordOp::Skip(t.get_item(1)?.extract()?),
-        "take" => RecordOp::Take(t.get_item(1)?.extract()?),
-        "repeat" => RecordOp::Repeat(t.get_item(1)?.extract()?),
-        "cache" => {
-            let cache = t.get_item(1)?;
-            let cache = cache.cast::<PipelineCache>()?;
-            RecordOp::Cache(Arc::clone(&cache.get().inner))
+#[pymethods]
+impl Shuffle {
+    #[new]
+    #[pyo3(signature = (buffer_size, seed=None))]
+    fn new(buffer_size: usize, seed: Option<u64>) -> PyResult<Self> {
+        if buffer_size == 0 {
+            return Err(PyValueError::new_err("buffer_size must be at least 1"));
         }
-        other => {
+        Ok(Shuffle { buffer_size, seed })
+    }
+
+    fn __getnewargs__(&self) -> (usize, Option<u64>) {
+        (self.buffer_size, self.seed)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Shuffle({}, seed={})", self.buffer_size, opt(self.seed))
+    }
+}
+
+/// Every `num_shards`-th element, starting at `index`.
+#[pyclass(module = "tfrecordkit._core", frozen, eq)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shard {
+    #[pyo3(get)]
+    num_shards: u64,
+    #[pyo3(get)]
+    index: u64,
+}
+
+#[pymethods]
+impl Shard {
+    #[new]
+    fn new(num_shards: u64, index: u64) -> PyResult<Self> {
+        if index >= num_shards {
             return Err(PyValueError::new_err(format!(
-                "unknown record stage {other:?}"
-            )))
+                "index must be in [0, {num_shards}), not {index}"
+            )));
         }
-    })
+        Ok(Shard { num_shards, index })
+    }
+
+    fn __getnewargs__(&self) -> (u64, u64) {
+        (self.num_shards, self.index)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Shard({}, {})", self.num_shards, self.index)
+    }
+}
+
+/// All but the first `count` elements.
+#[pyclass(module = "tfrecordkit._core", frozen, eq)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skip {
+    #[pyo3(get)]
+    count: u64,
+}
+
+/// The first `count` elements.
+#[pyclass(module = "tfrecordkit._core", frozen, eq)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Take {
+    #[pyo3(get)]
+    count: u64,
+}
+
+/// `count` passes (forever when None).
+#[pyclass(module = "tfrecordkit._core", frozen, eq)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repeat {
+    #[pyo3(get)]
+    count: Option<u64>,
+}
+
+#[pymethods]
+impl Skip {
+    #[new]
+    fn new(count: u64) -> Self {
+        Skip { count }
+    }
+
+    fn __getnewargs__(&self) -> (u64,) {
+        (self.count,)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Skip({})", self.count)
+    }
+}
+
+#[pymethods]
+impl Take {
+    #[new]
+    fn new(count: u64) -> Self {
+        Take { count }
+    }
+
+    fn __getnewargs__(&self) -> (u64,) {
+        (self.count,)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Take({})", self.count)
+    }
+}
+
+#[pymethods]
+impl Repeat {
+    #[new]
+    #[pyo3(signature = (count=None))]
+    fn new(count: Option<u64>) -> Self {
+        Repeat { count }
+    }
+
+    fn __getnewargs__(&self) -> (Option<u64>,) {
+        (self.count,)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Repeat({})", opt(self.count))
+    }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "None".to_owned(), |v| v.to_string())
+}
+
+/// A stage of a plan, told apart by its class.
+#[derive(FromPyObject)]
+enum Stage<'py> {
+    Shuffle(PyRef<'py, Shuffle>),
+    Shard(PyRef<'py, Shard>),
+    Skip(PyRef<'py, Skip>),
+    Take(PyRef<'py, Take>),
+    Repeat(PyRef<'py, Repeat>),
+    Cache(PyRef<'py, PipelineCache>),
+}
+
+impl Stage<'_> {
+    fn file_op(&self) -> PyResult<FileOp> {
+        Ok(match self {
+            Stage::Shuffle(s) => FileOp::Shuffle {
+                buffer: s.buffer_size,
+                seed: s.seed,
+            },
+            Stage::Shard(s) => FileOp::Shard {
+                num_shards: s.num_shards as usize,
+                index: s.index as usize,
+            },
+            Stage::Skip(s) => FileOp::Skip(s.count),
+            Stage::Take(s) => FileOp::Take(s.count),
+            Stage::Repeat(s) => FileOp::Repeat(s.count),
+            Stage::Cache(_) => {
+                return Err(PyValueError::new_err(
+                    "cache() keeps records, not file names",
+                ))
+            }
+        })
+    }
+
+    fn record_op(&self) -> RecordOp {
+        match self {
+            Stage::Shuffle(s) => RecordOp::Shuffle {
+                buffer: s.buffer_size,
+                seed: s.seed,
+            },
+            Stage::Shard(s) => RecordOp::Shard {
+                num_shards: s.num_shards,
+                index: s.index,
+            },
+            Stage::Skip(s) => RecordOp::Skip(s.count),
+            Stage::Take(s) => RecordOp::Take(s.count),
+            Stage::Repeat(s) => RecordOp::Repeat(s.count),
+            Stage::Cache(c) => RecordOp::Cache(Arc::clone(&c.inner)),
+        }
+    }
+}
+
+/// `interleave(cycle_length, block_length, deterministic)`, read from its attributes.
+#[derive(FromPyObject)]
+struct InterleaveSpec {
+    cycle_length: usize,
+    block_length: usize,
+    deterministic: bool,
+}
+
+/// The plan `tfrecordkit._plan.NativePlan` describes, read from its attributes.
+#[derive(FromPyObject)]
+struct PlanSpec<'py> {
+    files: Vec<String>,
+    compression: Option<String>,
+    verify: bool,
+    max_record_bytes: Option<u64>,
+    continue_on_error: bool,
+    file_ops: Vec<Stage<'py>>,
+    interleave: InterleaveSpec,
+    record_ops: Vec<Stage<'py>>,
+    unit: usize,
+    drop_remainder: bool,
+    refill: bool,
+    schema: Option<PyRef<'py, CompiledSchema>>,
+    images: Vec<(usize, PyRef<'py, ImageSpec>, u64)>,
+    parse_workers: usize,
+    prefetch: usize,
+    epoch: u64,
+    opener: Option<Py<PyAny>>,
+}
+
+impl PlanSpec<'_> {
+    fn plan(self, py: Python<'_>) -> PyResult<(Plan, Option<Py<PyAny>>)> {
+        let mut read = ReadOptions {
+            compression: Compression::parse(self.compression.as_deref()).py_err(py)?,
+            verify: self.verify,
+            ..ReadOptions::default()
+        };
+        if let Some(m) = self.max_record_bytes {
+            read.max_record_bytes = m;
+        }
+        let plan = Plan {
+            files: self.files,
+            read,
+            file_ops: self
+                .file_ops
+                .iter()
+                .map(Stage::file_op)
+                .collect::<PyResult<_>>()?,
+            cycle_length: self.interleave.cycle_length,
+            block_length: self.interleave.block_length,
+            deterministic: self.interleave.deterministic,
+            record_ops: self.record_ops.iter().map(Stage::record_op).collect(),
+            batch_size: self.unit,
+            drop_remainder: self.drop_remainder,
+            refill: self.refill,
+            schema: self.schema.map(|s| Arc::new(s.schema.clone())),
+            parse_workers: self.parse_workers,
+            prefetch: self.prefetch,
+            on_error: if self.continue_on_error {
+                OnError::Continue
+            } else {
+                OnError::Stop
+            },
+            epoch: self.epoch,
+            images: self
+                .images
+                .iter()
+                .map(|(feature, spec, seed)| ImageStage {
+                    feature: *feature,
+                    spec: spec.spec.clone(),
+                    seed: *seed,
+                })
+                .collect(),
+        };
+        Ok((plan, self.opener))
+    }
 }
 
 /// A running pipeline; see `tfrecordkit.Dataset`.
@@ -150,71 +369,10 @@ pub struct Pipeline {
 
 #[pymethods]
 impl Pipeline {
+    /// Starts the threads of `plan`, a `tfrecordkit._plan.NativePlan`.
     #[new]
-    #[pyo3(signature = (
-        files, *, compression="auto", verify=true, max_record_bytes=None, file_ops=Vec::new(),
-        cycle_length=1, block_length=1, deterministic=true, record_ops=Vec::new(),
-        batch_size=256, drop_remainder=false, schema=None, parse_workers=1, prefetch=2,
-        continue_on_error=false, epoch=0, opener=None, images=Vec::new()
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        files: Vec<String>,
-        compression: Option<&str>,
-        verify: bool,
-        max_record_bytes: Option<u64>,
-        file_ops: Vec<Bound<'_, PyTuple>>,
-        cycle_length: usize,
-        block_length: usize,
-        deterministic: bool,
-        record_ops: Vec<Bound<'_, PyTuple>>,
-        batch_size: usize,
-        drop_remainder: bool,
-        schema: Option<&CompiledSchema>,
-        parse_workers: usize,
-        prefetch: usize,
-        continue_on_error: bool,
-        epoch: u64,
-        opener: Option<Py<PyAny>>,
-        images: Vec<(usize, PyRef<'_, ImageSpec>, u64)>,
-    ) -> PyResult<Self> {
-        let mut read = ReadOptions {
-            compression: Compression::parse(compression).py_err(py)?,
-            verify,
-            ..ReadOptions::default()
-        };
-        if let Some(m) = max_record_bytes {
-            read.max_record_bytes = m;
-        }
-        let plan = Plan {
-            files,
-            read,
-            file_ops: file_ops.iter().map(file_op).collect::<PyResult<_>>()?,
-            cycle_length,
-            block_length,
-            deterministic,
-            record_ops: record_ops.iter().map(record_op).collect::<PyResult<_>>()?,
-            batch_size,
-            drop_remainder,
-            schema: schema.map(|s| Arc::new(s.schema.clone())),
-            parse_workers,
-            prefetch,
-            on_error: if continue_on_error {
-                OnError::Continue
-            } else {
-                OnError::Stop
-            },
-            epoch,
-            images: images
-                .iter()
-                .map(|(feature, spec, seed)| ImageStage {
-                    feature: *feature,
-                    spec: spec.spec.clone(),
-                    seed: *seed,
-                })
-                .collect(),
-        };
+    fn new(py: Python<'_>, plan: PlanSpec<'_>) -> PyResult<Self> {
+        let (plan, opener) = plan.plan(py)?;
         let opener = opener.map(|open| Arc::new(PyOpener { open }) as Arc<dyn Opener>);
         let inner = tfrecordkit_core::pipeline::Pipeline::start(plan, opener).py_err(py)?;
         Ok(Pipeline { inner })
@@ -226,19 +384,21 @@ impl Pipeline {
         py.detach(|| inner.close());
     }
 
-    /// The next unit: a list of records, or `(n, parsed)` with what `parse_examples`
-    /// returns for `n` records; `None` at the end. Damage raises, at its place in the
-    /// stream; with `continue_on_error` the next call goes on after it.
-    fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    /// The next unit as `(keys, payload)`: `keys` names each record's origin (a `uint64`
+    /// array), `payload` is a list of records, or one `(values, shape, row_splits)` per
+    /// schema feature as `parse_examples` returns them; `None` at the end. Damage raises,
+    /// at its place in the stream; with `continue_on_error` the next call goes on after it.
+    fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let inner = &mut self.inner;
         let Some(item) = py.detach(|| inner.next_item()) else {
             return Ok(None);
         };
-        match item.py_err(py)? {
-            Payload::Records(batch) => Ok(Some(
-                PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))?.into_any(),
-            )),
-            Payload::Parsed(parsed, n) => {
+        let out = match item.py_err(py)? {
+            Payload::Records(batch, keys) => {
+                let records = PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))?;
+                (keys.into_pyarray(py), records.into_any())
+            }
+            Payload::Parsed(parsed, keys) => {
                 let pool = self.inner.pixel_pool();
                 let mut out = Vec::with_capacity(parsed.len());
                 for d in parsed {
@@ -247,9 +407,10 @@ impl Pipeline {
                         Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool))?,
                     });
                 }
-                Ok(Some((n, out).into_pyobject(py)?.into_any()))
+                (keys.into_pyarray(py), PyList::new(py, out)?.into_any())
             }
-        }
+        };
+        Ok(Some(PyTuple::new(py, [out.0.into_any(), out.1])?))
     }
 }
 
@@ -272,8 +433,11 @@ impl Iterator for SyncIter {
 impl FileOrder {
     #[new]
     #[pyo3(signature = (n, file_ops, epoch=0))]
-    fn new(n: usize, file_ops: Vec<Bound<'_, PyTuple>>, epoch: u64) -> PyResult<Self> {
-        let ops: Vec<FileOp> = file_ops.iter().map(file_op).collect::<PyResult<_>>()?;
+    fn new(n: usize, file_ops: Vec<Stage<'_>>, epoch: u64) -> PyResult<Self> {
+        let ops: Vec<FileOp> = file_ops
+            .iter()
+            .map(Stage::file_op)
+            .collect::<PyResult<_>>()?;
         let order = tfrecordkit_core::pipeline::file_order_of(&ops, n, epoch);
         Ok(FileOrder {
             inner: Box::new(SyncIter(std::sync::Mutex::new(order))),
@@ -287,4 +451,11 @@ impl FileOrder {
     fn __next__(&mut self) -> Option<usize> {
         self.inner.next()
     }
+}
+
+/// Mixes two 64-bit values into a well-spread seed, as the pipeline seeds its shuffles
+/// and image augmentation.
+#[pyfunction]
+pub fn mix_seed(a: u64, b: u64) -> u64 {
+    tfrecordkit_core::pipeline::mix_seed(a, b)
 }

@@ -1,5 +1,7 @@
 //! Record reading and writing classes.
 
+use std::path::PathBuf;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -312,4 +314,57 @@ pub fn index_records(py: Python<'_>, path: &str) -> PyResult<Vec<(u64, u64)>> {
 #[pyfunction]
 pub fn masked_crc32c(data: &[u8]) -> u32 {
     tfrecordkit_core::crc::masked_crc32c(data)
+}
+
+/// The records framed at `(offset, framed length)` positions of an uncompressed file
+/// (`.idx` entries), in that order, read in one call without the GIL.
+#[pyfunction]
+#[pyo3(signature = (path, positions, verify=true))]
+pub fn read_records_at<'py>(
+    py: Python<'py>,
+    path: &str,
+    positions: Vec<(u64, u64)>,
+    verify: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let records = py
+        .detach(|| tfrecordkit_core::read_records_at(path, &positions, verify))
+        .py_err(py)?;
+    PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+}
+
+/// `data` in TFRecord framing: length, its masked CRC32C, data, its masked CRC32C.
+#[pyfunction]
+pub fn frame_record<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(data.len() + 16);
+    tfrecordkit_core::frame_record(data, &mut out);
+    PyBytes::new(py, &out)
+}
+
+/// CRC32C (unmasked) of a whole file, as dataset manifests record it.
+#[pyfunction]
+pub fn file_crc32c(py: Python<'_>, path: &str) -> PyResult<u32> {
+    py.detach(|| tfrecordkit_core::crc::file_crc32c(path))
+        .py_err(py)
+}
+
+/// Moves a finished shard's temporary `data` (and `index` sidecar) to `path` (and
+/// `index_path`), the sidecar first. Without `replace`, an existing file at either name
+/// raises `FileExistsError` and is left as it is; a failed commit removes the shard.
+#[pyfunction]
+#[pyo3(signature = (data, path, index=None, index_path=None, replace=false))]
+pub fn commit_shard(
+    py: Python<'_>,
+    data: PathBuf,
+    path: PathBuf,
+    index: Option<PathBuf>,
+    index_path: Option<PathBuf>,
+    replace: bool,
+) -> PyResult<()> {
+    let sidecar = match (&index, &index_path) {
+        (Some(t), Some(f)) => Some((t.as_path(), f.as_path())),
+        (None, None) => None,
+        _ => return Err(PyValueError::new_err("index and index_path go together")),
+    };
+    py.detach(|| tfrecordkit_core::commit_shard(&data, sidecar, &path, replace))
+        .py_err(py)
 }

@@ -3,31 +3,34 @@
 from __future__ import annotations
 
 import errno
-import glob
-import json
 import math
 import os
 import re
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from . import _core
+from ._paths import filesystem, is_url, remove
 from .errors import SchemaError
 from .example import decode_example, encode_example
+from .manifest import (
+    SHARD_GLOB,
+    Manifest,
+    ShardInfo,
+    existing_files,
+    index_sidecar,
+    manifest_path,
+    shard_name,
+)
 from .records import SEEKABLE_MEMBER_BYTES
 from .schema import Schema, SchemaGuess
+from .table import as_table
 
-__all__ = ["Manifest", "ShardInfo", "parse_size", "shard_name", "write_dataset"]
+__all__ = ["parse_size", "write_dataset"]
 
-MANIFEST_FORMAT = "tfrecordkit.manifest/1"
-_EXT = {None: ".tfrecord", "gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz"}
-SHARD_RE = re.compile(
-    r"^(?P<prefix>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.tfrecord(\.gz|\.zz)?$"
-)
 _UNITS = {
     "": 1,
     "b": 1,
@@ -63,120 +66,6 @@ def parse_size(size: int | str) -> int:
     if value <= 0:
         raise ValueError(f"size must be positive, not {size!r}")
     return value
-
-
-def shard_name(prefix: str, index: int, count: int, compression: str | None = None) -> str:
-    """``{prefix}-{index:05d}-of-{count:05d}.tfrecord`` (``.gz`` / ``.zz`` when compressed)."""
-    return f"{prefix}-{index:05d}-of-{count:05d}{_EXT[compression]}"
-
-
-@dataclass
-class ShardInfo:
-    file: str
-    records: int
-    bytes: int
-    crc32c: str
-
-
-@dataclass
-class Manifest:
-    """What :func:`write_dataset` wrote: ``{prefix}.manifest.json`` beside the shards."""
-
-    prefix: str
-    shards: list[ShardInfo]
-    compression: str | None = None
-    schema: Schema | None = None
-    index: bool = False
-    version: str = _core.__version__
-    path: str = field(default="", compare=False)
-
-    @property
-    def records(self) -> int:
-        return sum(s.records for s in self.shards)
-
-    @property
-    def bytes(self) -> int:
-        return sum(s.bytes for s in self.shards)
-
-    @property
-    def files(self) -> list[str]:
-        """The shards' paths, in order."""
-        directory = os.path.dirname(self.path)
-        return [os.path.join(directory, s.file) for s in self.shards]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": MANIFEST_FORMAT,
-            "version": self.version,
-            "prefix": self.prefix,
-            "compression": self.compression,
-            "index": self.index,
-            "records": self.records,
-            "bytes": self.bytes,
-            "schema": None if self.schema is None else self.schema.to_dict(),
-            "shards": [asdict(s) for s in self.shards],
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> Manifest:
-        if d.get("format") != MANIFEST_FORMAT:
-            raise ValueError(f"{path or 'manifest'}: not a {MANIFEST_FORMAT} manifest")
-        schema = d.get("schema")
-        return cls(
-            prefix=d["prefix"],
-            shards=[ShardInfo(**s) for s in d["shards"]],
-            compression=d.get("compression"),
-            schema=None if schema is None else Schema.from_dict(schema),
-            index=bool(d.get("index", False)),
-            version=d.get("version", "?"),
-            path=path,
-        )
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Manifest:
-        """Reads a manifest file, or the manifest of a dataset prefix."""
-        path = os.fspath(path)
-        if not path.endswith(".manifest.json"):
-            path += ".manifest.json"
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f), path)
-
-
-def manifest_path(prefix: str) -> str:
-    return f"{prefix}.manifest.json"
-
-
-def _existing(prefix: str) -> list[str]:
-    pattern = (
-        glob.escape(prefix) + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord*"
-    )
-    found = [p for p in glob.glob(pattern) if SHARD_RE.match(os.path.basename(p))]
-    found += [p + s for p in found for s in (".idx", ".gzi") if os.path.exists(p + s)]
-    if os.path.exists(manifest_path(prefix)):
-        found.append(manifest_path(prefix))
-    return sorted(found)
-
-
-def _write_json_atomically(path: str, payload: dict[str, Any]) -> None:
-    temp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp-{os.getpid()}")
-    try:
-        with open(temp, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=1)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        _remove(temp)
-        raise
-
-
-def _remove(path: str | None) -> None:
-    if path:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
 
 
 class _Progress:
@@ -237,22 +126,33 @@ class _Shards:
         for w in self.open:
             w.abort()
         for info in self.done:
-            _remove(info["data"])
-            _remove(info["index"])
+            remove(info["data"])
+            remove(info["index"])
 
-    def commit(self, infos: list[dict[str, Any]]) -> list[ShardInfo]:
+    def commit(self, infos: list[dict[str, Any]], replace: bool) -> list[ShardInfo]:
+        """Gives every shard its final name. Without ``replace``, a file that appeared at
+        one of the names since the write began (another writer's) fails the commit with
+        ``FileExistsError``, and the shards already moved are removed again."""
         n = len(infos)
-        shards = []
-        for i, info in enumerate(infos):
-            final = shard_name(self.prefix, i, n, self.compression)
-            if info["index"]:
-                os.replace(info["index"], final + (".idx" if self.compression is None else ".gzi"))
-            os.replace(info["data"], final)
-            shards.append(
-                ShardInfo(
-                    os.path.basename(final), info["records"], info["bytes"], f"{info['crc32c']:08x}"
+        shards: list[ShardInfo] = []
+        moved: list[str] = []
+        try:
+            for i, info in enumerate(infos):
+                final = shard_name(self.prefix, i, n, self.compression)
+                sidecar = index_sidecar(final, self.compression) if info["index"] else None
+                _core.commit_shard(info["data"], final, info["index"], sidecar, replace)
+                moved += [final] + ([sidecar] if sidecar else [])
+                crc = f"{info['crc32c']:08x}"
+                shards.append(
+                    ShardInfo(os.path.basename(final), info["records"], info["bytes"], crc)
                 )
-            )
+        except BaseException:
+            for path in moved:
+                remove(path)
+            for info in infos[len(shards) + 1 :]:
+                remove(info["data"])
+                remove(info["index"])
+            raise
         return shards
 
 
@@ -270,21 +170,6 @@ def _plan_shards(
     return n
 
 
-def _remote(prefix: str) -> tuple[Any, str] | None:
-    """The fsspec filesystem and path of a URL prefix (``s3://``, ``gs://``, ``memory://``...);
-    ``None`` for local paths."""
-    if "://" not in prefix or prefix.startswith("file://"):
-        return None
-    try:
-        import fsspec
-    except ImportError:
-        raise ImportError(
-            "writing to URLs needs fsspec: pip install 'tfrecordkit[remote]'"
-        ) from None
-    fs, path = fsspec.core.url_to_fs(prefix)
-    return fs, path
-
-
 def _write_remote(
     fs: Any, url_prefix: str, path: str, data: Any, kwargs: dict[str, Any]
 ) -> Manifest:
@@ -298,7 +183,7 @@ def _write_remote(
 
     protocol = url_prefix[: url_prefix.index("://") + 3]
     stem = os.path.basename(path)
-    pattern = f"{path}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord*"
+    pattern = f"{path}{SHARD_GLOB}"
     previous = sorted(fs.glob(pattern)) + [p for p in (manifest_path(path),) if fs.exists(p)]
     if previous and not kwargs["overwrite"]:
         raise FileExistsError(
@@ -372,8 +257,7 @@ def write_dataset(
     if compression not in (None, "gzip", "zlib"):
         raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
     max_bytes = parse_size(max_shard_bytes)
-    remote = _remote(prefix)
-    if remote is not None:
+    if is_url(prefix):
         kwargs = {
             "num_shards": num_shards,
             "max_shard_bytes": max_bytes,
@@ -386,10 +270,11 @@ def write_dataset(
             "progress": progress,
             "seekable": seekable,
         }
-        return _write_remote(remote[0], prefix, remote[1], data, kwargs)
+        fs, path = filesystem(prefix, "writing to")
+        return _write_remote(fs, prefix, path, data, kwargs)
     directory = os.path.dirname(os.path.abspath(prefix))
     os.makedirs(directory, exist_ok=True)
-    previous = _existing(prefix)
+    previous = existing_files(prefix)
     if previous and not overwrite:
         raise FileExistsError(
             errno.EEXIST,
@@ -410,7 +295,7 @@ def write_dataset(
             infos, out_schema = _write_stream(
                 data, shards, schema, num_shards, max_bytes, hosts, progress
             )
-        committed = shards.commit(infos)
+        committed = shards.commit(infos, replace=overwrite)
     except BaseException:
         shards.abort()
         raise
@@ -422,14 +307,14 @@ def write_dataset(
         index=index,
         path=manifest_path(prefix),
     )
-    _write_json_atomically(manifest.path, manifest.to_dict())
+    manifest.save()
     keep = {os.path.abspath(p) for p in manifest.files}
     if index:
-        keep |= {p + (".idx" if compression is None else ".gzi") for p in keep}
+        keep |= {index_sidecar(p, compression) for p in keep}
     keep.add(os.path.abspath(manifest.path))
     for stale in previous:
         if os.path.abspath(stale) not in keep:
-            _remove(stale)
+            remove(stale)
     return manifest
 
 
@@ -438,8 +323,6 @@ def _is_table(data: Any) -> bool:
 
 
 def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, progress):
-    from .table import as_table
-
     table = as_table(data, schema)
     native = table.native()
     if num_shards is not None:

@@ -13,9 +13,14 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from . import _core
-from .beam import WriteExamples
-from .conversion import (
+from .. import _core
+from .._paths import is_url
+from ..beam import WriteExamples
+from ..example import encode_example
+from ..index import build_index
+from ..manifest import Manifest, ShardInfo, existing_files, manifest_path
+from ..records import count, infer_schema
+from .rows import (
     SPLITS,
     ConversionSummary,
     Job,
@@ -26,21 +31,8 @@ from .conversion import (
     load_image,
     write_side_files,
 )
-from .dataset_writer import Manifest, ShardInfo, _existing, _write_json_atomically, manifest_path
-from .example import encode_example
-from .index import build_index
-from .records import count
-from .schema import infer_schema
 
 DISCARDED = "discarded"
-
-
-def _crc32c(path: str) -> str:
-    """Unmasked CRC32C of a whole file, as manifests record it."""
-    with open(path, "rb") as f:
-        masked = _core.masked_crc32c(f.read())
-    crc = (masked - 0xA282EAD8) & 0xFFFFFFFF
-    return f"{((crc << 15) | (crc >> 17)) & 0xFFFFFFFF:08x}"
 
 
 class _Check(beam.DoFn):
@@ -91,11 +83,11 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
     output_dir, compression = job.output_dir, job.compression
     if compression not in (None, "gzip"):
         raise ValueError('Beam conversion writes compression=None or "gzip"')
-    local = "://" not in output_dir
+    local = not is_url(output_dir)
     if local:
         os.makedirs(output_dir, exist_ok=True)
         prefixes = [os.path.join(output_dir, s.lower()) for s in SPLITS]
-        existing = [p for prefix in prefixes for p in _existing(prefix)]
+        existing = [p for prefix in prefixes for p in existing_files(prefix)]
         if existing and not job.overwrite:
             raise FileExistsError(
                 17, "converted splits already exist; pass overwrite=True", existing[0]
@@ -188,14 +180,14 @@ def _finish_locally(output_dir: str, compression: str | None, summary: Conversio
     schema = None
     for split in SPLITS:
         prefix = os.path.join(output_dir, split.lower())
-        files = sorted(p for p in _existing(prefix) if not p.endswith((".idx", ".json")))
+        files = sorted(p for p in existing_files(prefix) if not p.endswith((".idx", ".json")))
         counts = [count(f) for f in files]
         if not sum(counts):
             for f in files:
                 os.remove(f)
             continue
         shards = [
-            ShardInfo(os.path.basename(f), n, os.path.getsize(f), _crc32c(f))
+            ShardInfo(os.path.basename(f), n, os.path.getsize(f), f"{_core.file_crc32c(f):08x}")
             for f, n in zip(files, counts, strict=True)
         ]
         if compression is None:
@@ -210,7 +202,7 @@ def _finish_locally(output_dir: str, compression: str | None, summary: Conversio
             index=compression is None,
             path=manifest_path(prefix),
         )
-        _write_json_atomically(manifest.path, manifest.to_dict())
+        manifest.save()
         summary.rows[split] = manifest.records
         summary.bytes += manifest.bytes
     labels = os.path.join(output_dir, "labels.txt")

@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
+    from ..dataset import Dataset
 
 
 def distributed_rank() -> tuple[int, int] | None:
@@ -95,5 +95,5 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
             )
         rank, world = distributed_rank() or (self.rank, self.world_size)
         count, index = consumer(rank, world)
-        for element in self.dataset._split(count, index).iterate(epoch=self.epoch):
+        for element in self.dataset.share(count, index).iterate(epoch=self.epoch):
             yield _tensors(element, self.device, self.pin_memory) if self.tensors else element

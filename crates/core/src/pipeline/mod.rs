@@ -1,0 +1,414 @@
+//! A streaming input pipeline on native threads: files → interleave → record stages →
+//! batches → parse, with bounded queues between the threads.
+//!
+//! Reader threads read, decompress and check records, one per open file, and hand them
+//! on in chunks. One pipeline thread runs the interleave and the record stages (shard,
+//! skip, take, cache, shuffle, repeat) and cuts batches; parse workers turn batches into
+//! columns. The consumer receives finished units in order, at most `prefetch` ahead.
+//! Memory stays bounded by the queues and the buffers the plan asks for (a shuffle
+//! buffer, a cache), whatever the size of the files.
+
+mod cache;
+mod files;
+mod readers;
+mod refill;
+mod shuffle;
+mod stages;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+mod units;
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use crate::error::{Error, Result};
+use crate::image::{ImageSpec, PixelPool};
+use crate::parse::Schema;
+use crate::reader::{ReadOptions, RecordBatch};
+
+pub use cache::Cache;
+pub use files::file_order_of;
+pub use units::{Decoded, Item, Payload};
+
+use readers::Files;
+use refill::Refill;
+use stages::build;
+use units::{keys_of, parse_unit, Unit, Work};
+
+/// Where a record came from: its file (an index into the plan's file list), its index in
+/// that file, and the byte offset of its header; `pass` tells apart the passes of a
+/// `repeat` over it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub file: u32,
+    pub pass: u32,
+    pub index: u64,
+    pub offset: u64,
+}
+
+/// Opens paths that are not local files (URLs), as byte streams.
+pub trait Opener: Send + Sync {
+    /// `None` when `path` is a local file, to be read natively.
+    fn open(&self, path: &str) -> Option<Result<Box<dyn Read + Send>>>;
+}
+
+/// How files are ordered before they are read, applied in sequence to `0..files.len()`.
+#[derive(Debug, Clone)]
+pub enum FileOp {
+    Shuffle { buffer: usize, seed: Option<u64> },
+    Shard { num_shards: usize, index: usize },
+    Skip(u64),
+    Take(u64),
+    Repeat(Option<u64>),
+}
+
+/// A stage applied to the stream of records.
+#[derive(Clone)]
+pub enum RecordOp {
+    Shard { num_shards: u64, index: u64 },
+    Skip(u64),
+    Take(u64),
+    Shuffle { buffer: usize, seed: Option<u64> },
+    Repeat(Option<u64>),
+    Cache(Arc<Cache>),
+}
+
+/// What to do when a record is damaged or does not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// Deliver the error and stop.
+    Stop,
+    /// Deliver the error and go on past it.
+    Continue,
+}
+
+/// A whole pipeline, from files to output units.
+#[derive(Clone)]
+pub struct Plan {
+    pub files: Vec<String>,
+    pub read: ReadOptions,
+    pub file_ops: Vec<FileOp>,
+    pub cycle_length: usize,
+    pub block_length: usize,
+    /// `false` takes records from whichever open file has them ready.
+    pub deterministic: bool,
+    pub record_ops: Vec<RecordOp>,
+    /// Records per output unit.
+    pub batch_size: usize,
+    /// Drop a last unit shorter than `batch_size`.
+    pub drop_remainder: bool,
+    /// With `OnError::Continue`, parsed units left short by records that did not parse
+    /// are filled up from the next ones, so that only the last unit is ever short.
+    pub refill: bool,
+    pub schema: Option<Arc<Schema>>,
+    pub parse_workers: usize,
+    /// Finished units held ready ahead of the consumer.
+    pub prefetch: usize,
+    pub on_error: OnError,
+    /// Mixed into every shuffle seed: the iteration (epoch) this run is.
+    pub epoch: u64,
+    /// Image features decoded after parsing.
+    pub images: Vec<ImageStage>,
+}
+
+/// Decodes the encoded images of one parsed bytes feature.
+#[derive(Debug, Clone)]
+pub struct ImageStage {
+    /// The feature's position in the schema.
+    pub feature: usize,
+    pub spec: ImageSpec,
+    /// Seeds each record's augmentation, with the epoch and the record's origin.
+    pub seed: u64,
+}
+
+/// Starts a named thread; the pipeline's threads end when their queues disconnect.
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
+    thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(f)
+        .expect("the OS could not start a pipeline thread")
+}
+
+/// Mixes two values into a well-spread seed: how the pipeline seeds its shuffles and
+/// its per-record image augmentation.
+pub fn mix_seed(a: u64, b: u64) -> u64 {
+    mix(a, b)
+}
+
+/// A record's key: its file, pass and index mixed into one value. Image augmentation is
+/// seeded by it, so a record is augmented alike wherever a shuffle puts it.
+pub fn record_key(o: &Origin) -> u64 {
+    mix(((o.file as u64) << 32) | o.pass as u64, o.index)
+}
+
+fn mix(a: u64, b: u64) -> u64 {
+    // splitmix64 of the combination: well spread seeds from small counters.
+    let mut z = a ^ b
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(0x6a09_e667_f3bc_c909);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn rng_for(seed: Option<u64>, salt: u64) -> fastrand::Rng {
+    match seed {
+        Some(s) => fastrand::Rng::with_seed(mix(s, salt)),
+        None => fastrand::Rng::new(),
+    }
+}
+
+/// A running pipeline. Dropping it stops its threads.
+pub struct Pipeline {
+    plan: Arc<Plan>,
+    files: Arc<Files>,
+    output: Receiver<Unit>,
+    ready: std::collections::VecDeque<Item>,
+    /// Items re-cut to full units, ready for the consumer.
+    out: std::collections::VecDeque<Item>,
+    refill: Option<Refill>,
+    done: bool,
+    stop: Arc<AtomicBool>,
+    producer: Option<thread::JoinHandle<()>>,
+    pool: Arc<PixelPool>,
+}
+
+impl Pipeline {
+    /// Where the buffers of decoded image batches go back to once they are freed.
+    pub fn pixel_pool(&self) -> Arc<PixelPool> {
+        Arc::clone(&self.pool)
+    }
+
+    /// Starts the threads of `plan`. `opener` reads paths that are not local files.
+    ///
+    /// With a schema and `parse_workers == 0`, batches are parsed by the thread that
+    /// calls [`Pipeline::next_item`], in parallel with the pipeline thread.
+    pub fn start(plan: Plan, opener: Option<Arc<dyn Opener>>) -> Result<Pipeline> {
+        if plan.files.len() > u32::MAX as usize - 1 {
+            return Err(Error::invalid("too many files for one pipeline"));
+        }
+        let files = Arc::new(Files {
+            paths: plan.files.clone(),
+            read: plan.read,
+            opener,
+            on_error: plan.on_error,
+        });
+        let plan = Arc::new(plan);
+        let (out_tx, out_rx) = bounded(plan.prefetch.max(1));
+        let workers = if plan.schema.is_some() {
+            plan.parse_workers
+        } else {
+            0
+        };
+        let (work_tx, work_rx) = bounded::<Work>(workers.max(1));
+        let pool = Arc::new(PixelPool::default());
+        for _ in 0..workers {
+            let rx = work_rx.clone();
+            let plan = Arc::clone(&plan);
+            let files = Arc::clone(&files);
+            let pool = Arc::clone(&pool);
+            spawn("tfr-parse", move || {
+                for work in rx {
+                    let items = parse_unit(&plan, &files, &pool, work.batch, &work.origins);
+                    let _ = work.reply.send(items);
+                }
+            });
+        }
+        let work_tx = (workers > 0).then_some(work_tx);
+        let (producer_plan, producer_files) = (Arc::clone(&plan), Arc::clone(&files));
+        let stop = Arc::new(AtomicBool::new(false));
+        let producer_stop = Arc::clone(&stop);
+        let producer = spawn("tfr-pipeline", move || {
+            produce(
+                &producer_plan,
+                &producer_files,
+                &out_tx,
+                work_tx.as_ref(),
+                &producer_stop,
+            )
+        });
+        let refill = refills(&plan).then(|| Refill::new(plan.batch_size, plan.drop_remainder));
+        Ok(Pipeline {
+            plan,
+            files,
+            output: out_rx,
+            ready: Default::default(),
+            out: Default::default(),
+            refill,
+            done: false,
+            stop,
+            producer: Some(producer),
+            pool,
+        })
+    }
+
+    /// The next item, or `None` at the end. Blocks until one is ready. With
+    /// `OnError::Stop`, an error is the last item.
+    pub fn next_item(&mut self) -> Option<Item> {
+        let item = match self.refill.take() {
+            None => self.next_unit(),
+            Some(mut refill) => {
+                let item = loop {
+                    if let Some(item) = self.out.pop_front() {
+                        break Some(item);
+                    }
+                    match self.next_unit() {
+                        Some(item) => refill.push(item, &mut self.out),
+                        None => break refill.finish(),
+                    }
+                };
+                self.refill = Some(refill);
+                item
+            }
+        };
+        if matches!(item, Some(Err(_))) && self.plan.on_error == OnError::Stop {
+            self.close();
+        }
+        item
+    }
+
+    /// The next unit as the workers made it.
+    fn next_unit(&mut self) -> Option<Item> {
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return Some(item);
+            }
+            if self.done {
+                return None;
+            }
+            match self.output.recv() {
+                Ok(Unit::Ready(items)) => self.ready.extend(items),
+                Ok(Unit::Pending(reply)) => match reply.recv() {
+                    Ok(items) => self.ready.extend(items),
+                    Err(_) => self.done = true,
+                },
+                Ok(Unit::Unparsed(batch, origins)) => {
+                    let items = parse_unit(&self.plan, &self.files, &self.pool, batch, &origins);
+                    self.ready.extend(items);
+                }
+                Err(_) => self.done = true,
+            }
+        }
+    }
+}
+
+/// Whether short parsed units are re-cut: records may be skipped after batches are cut.
+fn refills(plan: &Plan) -> bool {
+    plan.refill && plan.on_error == OnError::Continue && plan.schema.is_some()
+}
+
+impl Pipeline {
+    /// Stops the pipeline and waits for its threads to let go of their files (and to
+    /// remove a cache file left half written).
+    pub fn close(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.output = crossbeam_channel::never();
+        self.ready.clear();
+        self.out.clear();
+        self.refill = None;
+        self.done = true;
+        if let Some(producer) = self.producer.take() {
+            let _ = producer.join();
+        }
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The pipeline thread: runs the record stages and cuts units.
+fn produce(
+    plan: &Arc<Plan>,
+    files: &Arc<Files>,
+    out: &Sender<Unit>,
+    work: Option<&Sender<Work>>,
+    stop: &AtomicBool,
+) {
+    let mut stream = match build(plan, files, plan.record_ops.len(), plan.epoch) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = out.send(Unit::Ready(vec![Err(e)]));
+            return;
+        }
+    };
+    let size = plan.batch_size.max(1);
+    // A last short unit may still fill a batch when records before it were skipped: the
+    // remainder is dropped after re-cutting, not here.
+    let drop_remainder = plan.drop_remainder && !refills(plan);
+    let emit = |batch: RecordBatch, origins: Vec<Origin>| -> bool {
+        if plan.schema.is_none() {
+            let keys = keys_of(&origins);
+            return out
+                .send(Unit::Ready(vec![Ok(Payload::Records(batch, keys))]))
+                .is_ok();
+        }
+        let Some(work) = work else {
+            return out.send(Unit::Unparsed(batch, origins)).is_ok();
+        };
+        let (reply, rx) = bounded(1);
+        out.send(Unit::Pending(rx)).is_ok()
+            && work
+                .send(Work {
+                    batch,
+                    origins,
+                    reply,
+                })
+                .is_ok()
+    };
+    let mut batch = RecordBatch::default();
+    let mut origins = Vec::with_capacity(size.min(1 << 16));
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match stream.next_into(&mut batch.data) {
+            Ok(Some(origin)) => {
+                batch.ends.push(batch.data.len());
+                origins.push(origin);
+                if origins.len() == size {
+                    // The next batch starts with room for one like this one.
+                    let next = RecordBatch {
+                        data: Vec::with_capacity(batch.data.len() + batch.data.len() / 4),
+                        ends: Vec::with_capacity(size),
+                    };
+                    let full = std::mem::replace(&mut batch, next);
+                    let done = std::mem::replace(&mut origins, Vec::with_capacity(size));
+                    if !emit(full, done) {
+                        return;
+                    }
+                }
+            }
+            Ok(None) => {
+                if !origins.is_empty() && !drop_remainder {
+                    emit(batch, origins);
+                }
+                return;
+            }
+            Err(e) => {
+                // Bytes a failed read left behind are not a record.
+                batch.data.truncate(batch.ends.last().copied().unwrap_or(0));
+                if plan.on_error == OnError::Stop {
+                    // Records read before the damage are not lost: they go out first.
+                    if !origins.is_empty() && !drop_remainder && !emit(batch, origins) {
+                        return;
+                    }
+                    let _ = out.send(Unit::Ready(vec![Err(e)]));
+                    return;
+                }
+                // The unit being cut goes on filling after the error.
+                if out.send(Unit::Ready(vec![Err(e)])).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,481 @@
+//! Reader threads, and the interleaves that merge the records they read.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use super::files::FileIter;
+use super::stages::Stream;
+use super::{spawn, OnError, Opener, Origin};
+use crate::error::{Error, Result};
+use crate::reader::{FileRecordReader, ReadOptions, RecordBatch, RecordReader};
+
+/// Records per chunk handed from a reader thread to the pipeline thread.
+const CHUNK_RECORDS: usize = 256;
+/// Kept under the allocator's mmap threshold, so chunk buffers are reused, not faulted in.
+const CHUNK_BYTES: usize = 60 << 10;
+/// Chunks queued per reader thread.
+const CHUNKS_QUEUED: usize = 4;
+
+/// Records read from one file, in order.
+pub(super) struct Chunk {
+    pub(super) batch: RecordBatch,
+    pub(super) origins: Vec<Origin>,
+}
+
+impl Chunk {
+    fn new() -> Chunk {
+        Chunk {
+            batch: RecordBatch {
+                data: Vec::with_capacity(CHUNK_BYTES + 4096),
+                ends: Vec::with_capacity(CHUNK_RECORDS),
+            },
+            origins: Vec::with_capacity(CHUNK_RECORDS),
+        }
+    }
+}
+
+enum Msg {
+    Chunk(Chunk),
+    Error(Error),
+    /// The reader is done (its file ended, or it stopped at an error).
+    End,
+}
+
+/// The plan's files and how to open them, shared by all reader threads.
+pub(super) struct Files {
+    pub(super) paths: Vec<String>,
+    pub(super) read: ReadOptions,
+    pub(super) opener: Option<Arc<dyn Opener>>,
+    pub(super) on_error: OnError,
+}
+
+type BoxedRecords = RecordReader<std::io::Chain<std::io::Cursor<Vec<u8>>, Box<dyn Read + Send>>>;
+
+enum AnyReader {
+    Local(FileRecordReader),
+    Stream(BoxedRecords),
+}
+
+impl AnyReader {
+    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<bool> {
+        match self {
+            AnyReader::Local(r) => r.next_record_into(out),
+            AnyReader::Stream(r) => r.next_record_into(out),
+        }
+    }
+
+    fn position(&self) -> (u64, u64) {
+        match self {
+            AnyReader::Local(r) => (r.record_index(), r.offset()),
+            AnyReader::Stream(r) => (r.record_index(), r.offset()),
+        }
+    }
+}
+
+impl Files {
+    fn open(&self, file: usize) -> Result<AnyReader> {
+        let path = &self.paths[file];
+        if let Some(opener) = &self.opener {
+            if let Some(stream) = opener.open(path) {
+                let stream = stream.map_err(|e| e.with_path(path))?;
+                return RecordReader::from_stream(stream, path, None, &self.read)
+                    .map(AnyReader::Stream);
+            }
+        }
+        FileRecordReader::open(path, &self.read).map(AnyReader::Local)
+    }
+
+    /// Reads file `file` into chunks sent to `tx`; `false` when the consumer has gone.
+    fn read_into(&self, file: usize, tx: &Sender<Msg>, stop: &AtomicBool) -> bool {
+        let mut reader = match self.open(file) {
+            Ok(r) => r,
+            Err(e) => return tx.send(Msg::Error(e)).is_ok(),
+        };
+        let mut chunk = Chunk::new();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let (index, offset) = reader.position();
+            match reader.next_into(&mut chunk.batch.data) {
+                Ok(true) => {
+                    chunk.batch.ends.push(chunk.batch.data.len());
+                    chunk.origins.push(Origin {
+                        file: file as u32,
+                        pass: 0,
+                        index,
+                        offset,
+                    });
+                    if chunk.origins.len() >= CHUNK_RECORDS || chunk.batch.data.len() >= CHUNK_BYTES
+                    {
+                        let full = std::mem::replace(&mut chunk, Chunk::new());
+                        if tx.send(Msg::Chunk(full)).is_err() {
+                            return false;
+                        }
+                    }
+                }
+                Ok(false) => break,
+                Err(e) => {
+                    let go_on = e.resumable && self.on_error == OnError::Continue;
+                    if !chunk.origins.is_empty() {
+                        let part = std::mem::replace(&mut chunk, Chunk::new());
+                        if tx.send(Msg::Chunk(part)).is_err() {
+                            return false;
+                        }
+                    }
+                    if tx.send(Msg::Error(e)).is_err() {
+                        return false;
+                    }
+                    if !go_on {
+                        return true;
+                    }
+                }
+            }
+        }
+        chunk.origins.is_empty() || tx.send(Msg::Chunk(chunk)).is_ok()
+    }
+}
+
+/// A reader thread for one file, with the chunk being taken apart.
+struct Slot {
+    rx: Receiver<Msg>,
+    chunk: Option<(Chunk, usize)>,
+}
+
+impl Slot {
+    fn spawn(files: &Arc<Files>, file: usize, stop: &Arc<AtomicBool>) -> Slot {
+        let (tx, rx) = bounded(CHUNKS_QUEUED);
+        let files = Arc::clone(files);
+        let stop = Arc::clone(stop);
+        spawn("tfr-read", move || {
+            if files.read_into(file, &tx, &stop) {
+                let _ = tx.send(Msg::End);
+            }
+        });
+        Slot { rx, chunk: None }
+    }
+}
+
+/// Appends the next record of `chunk` to `out`.
+fn take_from(chunk: &mut Option<(Chunk, usize)>, out: &mut Vec<u8>) -> Option<Origin> {
+    let (c, pos) = chunk.as_mut()?;
+    if *pos == c.origins.len() {
+        *chunk = None;
+        return None;
+    }
+    out.extend_from_slice(c.batch.get(*pos));
+    let origin = c.origins[*pos];
+    *pos += 1;
+    Some(origin)
+}
+
+/// tf.data's interleave: `cycle_length` files open at once, `block_length` records from
+/// each in turn, a finished file replaced by the next one in its slot.
+pub(super) struct Interleave {
+    files: Arc<Files>,
+    order: FileIter,
+    slots: Vec<Option<Slot>>,
+    cycle_index: usize,
+    block_index: usize,
+    block_length: usize,
+    end_of_input: bool,
+    open: usize,
+    stop: Arc<AtomicBool>,
+}
+
+impl Interleave {
+    pub(super) fn new(
+        files: Arc<Files>,
+        order: FileIter,
+        cycle_length: usize,
+        block_length: usize,
+    ) -> Interleave {
+        Interleave {
+            files,
+            order,
+            slots: (0..cycle_length).map(|_| None).collect(),
+            cycle_index: 0,
+            block_index: 0,
+            block_length,
+            end_of_input: false,
+            open: 0,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn advance(&mut self) {
+        self.block_index = 0;
+        self.cycle_index = (self.cycle_index + 1) % self.slots.len();
+    }
+}
+
+impl Stream for Interleave {
+    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+        while !self.end_of_input || self.open > 0 {
+            let ci = self.cycle_index;
+            if let Some(slot) = self.slots[ci].as_mut() {
+                if let Some(origin) = take_from(&mut slot.chunk, out) {
+                    self.block_index += 1;
+                    if self.block_index == self.block_length {
+                        self.advance();
+                    }
+                    return Ok(Some(origin));
+                }
+                match slot.rx.recv() {
+                    Ok(Msg::Chunk(c)) => slot.chunk = Some((c, 0)),
+                    Ok(Msg::Error(e)) => return Err(e),
+                    Ok(Msg::End) | Err(_) => {
+                        self.slots[ci] = None;
+                        self.open -= 1;
+                        self.advance();
+                    }
+                }
+            } else if !self.end_of_input {
+                match self.order.next() {
+                    Some(file) => {
+                        self.slots[ci] = Some(Slot::spawn(&self.files, file, &self.stop));
+                        self.open += 1;
+                    }
+                    None => self.end_of_input = true,
+                }
+            } else {
+                self.advance();
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Drop for Interleave {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Interleave without a fixed order: `workers` threads each read whole files taken from
+/// a shared queue, and records arrive in whatever order the threads deliver them.
+pub(super) struct Sloppy {
+    rx: Receiver<Msg>,
+    chunk: Option<(Chunk, usize)>,
+    running: usize,
+    stop: Arc<AtomicBool>,
+}
+
+impl Sloppy {
+    pub(super) fn new(files: Arc<Files>, order: FileIter, workers: usize) -> Sloppy {
+        let (tx, rx) = bounded(CHUNKS_QUEUED * workers);
+        let order = Arc::new(Mutex::new(order));
+        let stop = Arc::new(AtomicBool::new(false));
+        for _ in 0..workers {
+            let (tx, files, order, stop) = (
+                tx.clone(),
+                Arc::clone(&files),
+                Arc::clone(&order),
+                Arc::clone(&stop),
+            );
+            spawn("tfr-read", move || {
+                loop {
+                    let next = order.lock().map(|mut o| o.next()).unwrap_or(None);
+                    let Some(file) = next else { break };
+                    if !files.read_into(file, &tx, &stop) {
+                        return;
+                    }
+                }
+                let _ = tx.send(Msg::End);
+            });
+        }
+        Sloppy {
+            rx,
+            chunk: None,
+            running: workers,
+            stop,
+        }
+    }
+}
+
+impl Stream for Sloppy {
+    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+        loop {
+            if let Some(origin) = take_from(&mut self.chunk, out) {
+                return Ok(Some(origin));
+            }
+            if self.running == 0 {
+                return Ok(None);
+            }
+            match self.rx.recv() {
+                Ok(Msg::Chunk(c)) => self.chunk = Some((c, 0)),
+                Ok(Msg::Error(e)) => return Err(e),
+                Ok(Msg::End) => self.running -= 1,
+                Err(_) => self.running = 0,
+            }
+        }
+    }
+}
+
+impl Drop for Sloppy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{named_files, plan, records, sorted, strings, write_file};
+    use super::super::{Payload, Pipeline};
+
+    #[test]
+    fn one_file_at_a_time_reads_files_back_to_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = plan(named_files(dir.path(), &[2, 0, 3]));
+        assert_eq!(records(p), strings(&["a0", "a1", "c0", "c1", "c2"]));
+    }
+
+    #[test]
+    fn interleave_takes_blocks_from_each_open_file_in_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = plan(named_files(dir.path(), &[5, 3, 4]));
+        p.cycle_length = 2;
+        p.block_length = 2;
+        // `c` opens in `b`'s slot once `b` ends; a file ending part way through its
+        // block hands the turn to the next slot.
+        assert_eq!(
+            records(p),
+            strings(&["a0", "a1", "b0", "b1", "a2", "a3", "b2", "a4", "c0", "c1", "c2", "c3"])
+        );
+    }
+
+    #[test]
+    fn an_ended_file_is_replaced_on_its_slot_next_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = plan(named_files(dir.path(), &[2, 4, 2]));
+        p.cycle_length = 2;
+        p.block_length = 1;
+        assert_eq!(
+            records(p),
+            strings(&["a0", "b0", "a1", "b1", "b2", "c0", "b3", "c1"])
+        );
+    }
+
+    #[test]
+    fn a_cycle_longer_than_the_file_list_round_robins_all_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = plan(named_files(dir.path(), &[3, 1, 2]));
+        p.cycle_length = 8;
+        p.block_length = 1;
+        assert_eq!(records(p), strings(&["a0", "b0", "c0", "a1", "c1", "a2"]));
+    }
+
+    /// The interleave record by record: each visit to a slot takes one record, opens the
+    /// next file into an empty slot, or finds the slot's file ended and empties it.
+    fn interleave_model(counts: &[usize], cycle: usize, block: usize) -> Vec<String> {
+        let mut slots: Vec<Option<(usize, usize)>> = vec![None; cycle];
+        let (mut cycle_index, mut block_index, mut next_file, mut open) = (0, 0, 0, 0);
+        let mut end_of_input = false;
+        let mut out = Vec::new();
+        let advance = |cycle_index: &mut usize, block_index: &mut usize| {
+            *block_index = 0;
+            *cycle_index = (*cycle_index + 1) % cycle;
+        };
+        while !end_of_input || open > 0 {
+            match &mut slots[cycle_index] {
+                Some((file, pos)) if *pos < counts[*file] => {
+                    out.push(format!("{}{}", char::from(b'a' + *file as u8), pos));
+                    *pos += 1;
+                    block_index += 1;
+                    if block_index == block {
+                        advance(&mut cycle_index, &mut block_index);
+                    }
+                }
+                Some(_) => {
+                    slots[cycle_index] = None;
+                    open -= 1;
+                    advance(&mut cycle_index, &mut block_index);
+                }
+                None if !end_of_input => {
+                    if next_file < counts.len() {
+                        slots[cycle_index] = Some((next_file, 0));
+                        next_file += 1;
+                        open += 1;
+                    } else {
+                        end_of_input = true;
+                    }
+                }
+                None => advance(&mut cycle_index, &mut block_index),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn interleave_order_does_not_depend_on_how_records_are_chunked() {
+        let dir = tempfile::tempdir().unwrap();
+        // Files of more than one chunk (256 records), and empty ones.
+        let counts = [300, 7, 0, 260, 1, 40, 513];
+        let files = named_files(dir.path(), &counts);
+        for (cycle, block) in [(1, 1), (2, 1), (3, 5), (4, 256), (7, 300), (2, 1000)] {
+            let mut p = plan(files.clone());
+            p.cycle_length = cycle;
+            p.block_length = block;
+            let got = records(p.clone());
+            assert_eq!(got.len(), counts.iter().sum::<usize>());
+            assert!(
+                got == interleave_model(&counts, cycle, block),
+                "cycle {cycle}, block {block}"
+            );
+            assert_eq!(records(p), got, "the same order again");
+        }
+    }
+
+    #[test]
+    fn without_determinism_every_record_arrives_in_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let counts = [300, 7, 260, 0, 40];
+        let mut p = plan(named_files(dir.path(), &counts));
+        p.cycle_length = 3;
+        p.deterministic = false;
+        let got = records(p.clone());
+        p.deterministic = true;
+        p.cycle_length = 1;
+        assert_eq!(sorted(got.clone()), sorted(records(p)));
+        for (i, &n) in counts.iter().enumerate() {
+            let prefix = char::from(b'a' + i as u8).to_string();
+            let of_file: Vec<&String> = got.iter().filter(|r| r.starts_with(&prefix)).collect();
+            let expected: Vec<String> = (0..n).map(|k| format!("{prefix}{k}")).collect();
+            assert_eq!(of_file, expected.iter().collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn records_longer_than_a_chunk_and_chunks_of_many_records_arrive_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let big: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100_000]).collect();
+        let small: Vec<Vec<u8>> = (0..1000u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        let files = vec![
+            write_file(dir.path(), "big", &big),
+            write_file(dir.path(), "small", &small),
+        ];
+        let mut p = plan(files);
+        p.cycle_length = 2;
+        p.block_length = 1;
+        let mut pipeline = Pipeline::start(p, None).unwrap();
+        let mut got = Vec::new();
+        while let Some(item) = pipeline.next_item() {
+            let Ok(Payload::Records(batch, _)) = item else {
+                panic!("an error or a parsed unit");
+            };
+            got.extend(batch.iter().map(<[u8]>::to_vec));
+        }
+        let mut expected = Vec::new();
+        for i in 0..1000 {
+            if i < big.len() {
+                expected.push(big[i].clone());
+            }
+            expected.push(small[i].clone());
+        }
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "records differ");
+    }
+}

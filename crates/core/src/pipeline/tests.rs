@@ -1,0 +1,182 @@
+//! Whole runs: how the pipeline thread cuts units, and what damage does to a run.
+
+use super::testing::{flip_byte, named, named_files, offset_of, plan, run, write_file, Out};
+use super::{OnError, Pipeline};
+use crate::error::ErrorKind;
+use crate::reader::HEADER_LEN;
+
+#[test]
+fn units_hold_batch_size_records_and_the_last_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = plan(named_files(dir.path(), &[5, 5]));
+    p.batch_size = 4;
+    let cut = vec![
+        Out::unit(&["a0", "a1", "a2", "a3"]),
+        Out::unit(&["a4", "b0", "b1", "b2"]),
+        Out::unit(&["b3", "b4"]),
+    ];
+    assert_eq!(run(p.clone()), cut);
+    p.drop_remainder = true;
+    assert_eq!(run(p.clone()), cut[..2].to_vec());
+    p.batch_size = 5;
+    let even = vec![
+        Out::unit(&["a0", "a1", "a2", "a3", "a4"]),
+        Out::unit(&["b0", "b1", "b2", "b3", "b4"]),
+    ];
+    assert_eq!(run(p.clone()), even, "nothing left over to drop");
+    p.drop_remainder = false;
+    assert_eq!(run(p.clone()), even);
+    p.batch_size = 11;
+    assert_eq!(run(p.clone()).len(), 1);
+    p.drop_remainder = true;
+    assert_eq!(run(p.clone()), vec![]);
+    p.batch_size = 0;
+    assert_eq!(run(p).len(), 10, "a batch size of 0 is taken as 1");
+}
+
+#[test]
+fn units_are_delivered_in_order_however_far_ahead_they_are_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = plan(named_files(dir.path(), &[1000]));
+    p.batch_size = 3;
+    for prefetch in [0, 1, 64] {
+        p.prefetch = prefetch;
+        let units = run(p.clone());
+        assert_eq!(units.len(), 334);
+        let all: Vec<String> = units
+            .into_iter()
+            .flat_map(|u| match u {
+                Out::Unit(records) => records,
+                error => panic!("{error:?}"),
+            })
+            .collect();
+        assert_eq!(all, named("a", 1000));
+    }
+}
+
+/// A file `a` of six records whose third (`a2`) fails its data checksum, and a file `b`
+/// of two intact records.
+fn damaged_data(dir: &std::path::Path) -> (Vec<String>, Out) {
+    let records = named("a", 6);
+    let a = write_file(dir, "a", &records);
+    let offset = offset_of(&records, 2);
+    flip_byte(&a, offset + HEADER_LEN as u64);
+    let error = Out::Error {
+        kind: ErrorKind::Corrupt,
+        path: Some(a.clone()),
+        offset: Some(offset),
+        record_index: Some(2),
+    };
+    (vec![a, write_file(dir, "b", &named("b", 2))], error)
+}
+
+#[test]
+fn with_stop_damage_ends_the_run_after_the_records_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, error) = damaged_data(dir.path());
+    let mut p = plan(files);
+    p.on_error = OnError::Stop;
+    p.batch_size = 4;
+    assert_eq!(
+        run(p.clone()),
+        vec![Out::unit(&["a0", "a1"]), error.clone()]
+    );
+    p.drop_remainder = true;
+    assert_eq!(run(p.clone()), vec![error.clone()]);
+    p.drop_remainder = false;
+    p.batch_size = 1;
+    assert_eq!(run(p), vec![Out::unit(&["a0"]), Out::unit(&["a1"]), error]);
+}
+
+#[test]
+fn with_continue_damage_is_delivered_and_the_run_goes_on_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, error) = damaged_data(dir.path());
+    let mut p = plan(files);
+    p.on_error = OnError::Continue;
+    p.batch_size = 1;
+    let one_by_one: Vec<Out> = ["a0", "a1"]
+        .iter()
+        .map(|r| Out::unit(&[r]))
+        .chain([error.clone()])
+        .chain(
+            ["a3", "a4", "a5", "b0", "b1"]
+                .iter()
+                .map(|r| Out::unit(&[r])),
+        )
+        .collect();
+    assert_eq!(run(p.clone()), one_by_one);
+    // The error goes out at once; the unit being cut when it came goes on filling.
+    p.batch_size = 4;
+    assert_eq!(
+        run(p),
+        vec![
+            error,
+            Out::unit(&["a0", "a1", "a3", "a4"]),
+            Out::unit(&["a5", "b0", "b1"]),
+        ]
+    );
+}
+
+#[test]
+fn with_continue_damage_that_ends_a_file_moves_on_to_the_next_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = named("a", 4);
+    let a = write_file(dir.path(), "a", &records);
+    // A record's length checksum: without it, nothing after it in the file can be found.
+    let offset = offset_of(&records, 1);
+    flip_byte(&a, offset + 8);
+    let b = write_file(dir.path(), "b", &named("b", 2));
+    let error = Out::Error {
+        kind: ErrorKind::Corrupt,
+        path: Some(a.clone()),
+        offset: Some(offset),
+        record_index: Some(1),
+    };
+    let mut p = plan(vec![a, b]);
+    p.on_error = OnError::Continue;
+    assert_eq!(
+        run(p.clone()),
+        vec![
+            Out::unit(&["a0"]),
+            error.clone(),
+            Out::unit(&["b0"]),
+            Out::unit(&["b1"]),
+        ]
+    );
+    p.on_error = OnError::Stop;
+    assert_eq!(run(p), vec![Out::unit(&["a0"]), error]);
+}
+
+#[test]
+fn a_file_that_does_not_open_is_an_error_at_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = named_files(dir.path(), &[1, 0, 1]);
+    let missing = dir.path().join("missing").to_str().unwrap().to_owned();
+    files[1] = missing.clone();
+    let error = Out::Error {
+        kind: ErrorKind::Io,
+        path: Some(missing),
+        offset: None,
+        record_index: None,
+    };
+    let mut p = plan(files);
+    p.on_error = OnError::Continue;
+    assert_eq!(
+        run(p.clone()),
+        vec![Out::unit(&["a0"]), error.clone(), Out::unit(&["c0"])]
+    );
+    p.on_error = OnError::Stop;
+    assert_eq!(run(p), vec![Out::unit(&["a0"]), error]);
+}
+
+#[test]
+fn closing_part_way_stops_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = plan(named_files(dir.path(), &[5000, 5000]));
+    p.cycle_length = 2;
+    let mut pipeline = Pipeline::start(p, None).unwrap();
+    assert!(pipeline.next_item().is_some());
+    pipeline.close();
+    assert!(pipeline.next_item().is_none());
+}

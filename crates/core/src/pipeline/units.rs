@@ -1,0 +1,386 @@
+//! Output units: what a batch of records becomes, parsed and with its images decoded,
+//! and how errors met on the way are located.
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::readers::Files;
+use super::{mix, record_key, OnError, Origin, Plan};
+use crate::error::{Error, Result};
+use crate::image::{decode_batch, PixelBatch, PixelPool};
+use crate::parse::{parse_examples, Column, Parsed};
+use crate::reader::RecordBatch;
+
+/// What one output unit holds, with the key of each of its records (see [`record_key`]).
+pub enum Payload {
+    Records(RecordBatch, Vec<u64>),
+    /// One entry per schema feature.
+    Parsed(Vec<Decoded>, Vec<u64>),
+}
+
+impl Payload {
+    /// The records of the unit.
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Records(_, keys) | Payload::Parsed(_, keys) => keys.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The keys of records from `origins`.
+pub(super) fn keys_of(origins: &[Origin]) -> Vec<u64> {
+    origins.iter().map(record_key).collect()
+}
+
+/// A parsed feature of a unit, or its images decoded.
+pub enum Decoded {
+    Feature(Parsed),
+    Images(PixelBatch),
+}
+
+/// One item of the output: a unit of records or an error at its place in the stream.
+pub type Item = Result<Payload>;
+
+pub(super) struct Work {
+    pub(super) batch: RecordBatch,
+    pub(super) origins: Vec<Origin>,
+    pub(super) reply: Sender<Vec<Item>>,
+}
+
+/// A unit on its way to the consumer.
+pub(super) enum Unit {
+    Ready(Vec<Item>),
+    /// Being parsed by a worker.
+    Pending(Receiver<Vec<Item>>),
+    /// To be parsed by the consumer itself.
+    Unparsed(RecordBatch, Vec<Origin>),
+}
+
+/// Names the file, offset and record of an error raised for a record from `origin`.
+fn locate(mut e: Error, files: &Files, origin: Option<&Origin>) -> Error {
+    if let Some(o) = origin {
+        if let Some(path) = files.paths.get(o.file as usize) {
+            e.path = Some(path.clone());
+            e.offset = Some(o.offset);
+            e.record_index = Some(o.index);
+        }
+    }
+    e
+}
+
+/// Parses a unit and decodes its images. An error names the record's index in the unit.
+fn process(
+    plan: &Plan,
+    pool: &PixelPool,
+    records: &[&[u8]],
+    origins: &[Origin],
+) -> Result<Vec<Decoded>> {
+    let schema = plan.schema.as_ref().expect("a parsed unit has a schema");
+    let parsed = parse_examples(schema, records)?;
+    let mut out: Vec<Decoded> = parsed.into_iter().map(Decoded::Feature).collect();
+    for stage in &plan.images {
+        let Some(Decoded::Feature(Parsed {
+            values: Column::Bytes { data, ends },
+            ..
+        })) = out.get(stage.feature)
+        else {
+            return Err(Error::invalid("images are decoded from a bytes feature"));
+        };
+        if ends.len() != records.len() {
+            return Err(Error::invalid(
+                "images are decoded from a feature with one value per record",
+            ));
+        }
+        let images: Vec<&[u8]> = (0..ends.len())
+            .map(|i| &data[if i == 0 { 0 } else { ends[i - 1] }..ends[i]])
+            .collect();
+        let base = mix(stage.seed, plan.epoch);
+        let seeds: Vec<u64> = origins.iter().map(|o| mix(base, record_key(o))).collect();
+        let key = &schema.specs()[stage.feature].key;
+        let pixels =
+            decode_batch(&images, &seeds, &stage.spec, Some(pool)).map_err(|e| e.with_key(key))?;
+        out[stage.feature] = Decoded::Images(pixels);
+    }
+    Ok(out)
+}
+
+pub(super) fn parse_unit(
+    plan: &Plan,
+    files: &Files,
+    pool: &PixelPool,
+    batch: RecordBatch,
+    origins: &[Origin],
+) -> Vec<Item> {
+    if plan.schema.is_none() {
+        return vec![Ok(Payload::Records(batch, keys_of(origins)))];
+    }
+    let records: Vec<&[u8]> = batch.iter().collect();
+    match process(plan, pool, &records, origins) {
+        Ok(parsed) => vec![Ok(Payload::Parsed(parsed, keys_of(origins)))],
+        Err(e) if plan.on_error == OnError::Stop => {
+            let origin = e.record_index.and_then(|i| origins.get(i as usize));
+            vec![Err(locate(e, files, origin))]
+        }
+        Err(_) => {
+            // Find every record that fails on its own; process the rest together.
+            let mut items = Vec::new();
+            let mut good = Vec::with_capacity(records.len());
+            let mut good_origins = Vec::with_capacity(records.len());
+            for (record, origin) in records.iter().zip(origins) {
+                match process(plan, pool, &[record], std::slice::from_ref(origin)) {
+                    Ok(_) => {
+                        good.push(*record);
+                        good_origins.push(*origin);
+                    }
+                    Err(mut e) => {
+                        e.record_index = None;
+                        items.push(Err(locate(e, files, Some(origin))));
+                    }
+                }
+            }
+            if !good.is_empty() {
+                match process(plan, pool, &good, &good_origins) {
+                    Ok(parsed) => items.push(Ok(Payload::Parsed(parsed, keys_of(&good_origins)))),
+                    Err(e) => {
+                        let origin = e.record_index.and_then(|i| good_origins.get(i as usize));
+                        items.push(Err(locate(e, files, origin)))
+                    }
+                }
+            }
+            items
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::testing::{offset_of, plan, write_file};
+    use super::super::{ImageStage, OnError, Pipeline, Plan};
+    use super::{Decoded, Payload};
+    use crate::error::{Error, ErrorKind};
+    use crate::example::{encode_example, Feature};
+    use crate::image::{Filter, ImageSpec, PixelType, Pixels};
+    use crate::parse::{Column, DType, FeatureSpec, Schema, SpecKind};
+
+    /// A unit as the test sees it: the parsed `id`s of its records, or an error.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Got {
+        Ids(Vec<i64>),
+        Error {
+            kind: ErrorKind,
+            path: Option<String>,
+            offset: Option<u64>,
+            record_index: Option<u64>,
+        },
+    }
+
+    fn error(e: Error) -> Got {
+        Got::Error {
+            kind: e.kind,
+            path: e.path,
+            offset: e.offset,
+            record_index: e.record_index,
+        }
+    }
+
+    fn id_schema() -> Arc<Schema> {
+        let id = FeatureSpec {
+            key: "id".into(),
+            dtype: DType::Int64,
+            kind: SpecKind::FixedLen { shape: vec![] },
+            default: None,
+        };
+        Arc::new(Schema::new(vec![id]).unwrap())
+    }
+
+    fn example(id: i64) -> Vec<u8> {
+        encode_example(&[("id", Feature::Int64(vec![id]))])
+    }
+
+    /// Every item of a run of `plan`, which parses one int64 feature per record.
+    fn parsed_ids(plan: Plan) -> Vec<Got> {
+        let mut pipeline = Pipeline::start(plan, None).unwrap();
+        let mut out = Vec::new();
+        while let Some(item) = pipeline.next_item() {
+            out.push(match item {
+                Ok(Payload::Parsed(columns, keys)) => {
+                    let n = keys.len();
+                    let [Decoded::Feature(parsed)] = &columns[..] else {
+                        panic!("one parsed feature per unit");
+                    };
+                    let Column::Int64(ids) = &parsed.values else {
+                        panic!("int64 values");
+                    };
+                    assert_eq!(parsed.shape, vec![n]);
+                    assert_eq!(ids.len(), n);
+                    Got::Ids(ids.clone())
+                }
+                Ok(Payload::Records(..)) => panic!("a plan with a schema did not parse"),
+                Err(e) => error(e),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn units_are_parsed_in_order_by_workers_or_by_the_consumer() {
+        let dir = tempfile::tempdir().unwrap();
+        let records: Vec<Vec<u8>> = (0..10).map(example).collect();
+        let mut p = plan(vec![write_file(dir.path(), "a", &records)]);
+        p.schema = Some(id_schema());
+        p.batch_size = 4;
+        let expected = vec![
+            Got::Ids(vec![0, 1, 2, 3]),
+            Got::Ids(vec![4, 5, 6, 7]),
+            Got::Ids(vec![8, 9]),
+        ];
+        for workers in [0, 1, 3] {
+            p.parse_workers = workers;
+            assert_eq!(parsed_ids(p.clone()), expected, "{workers} workers");
+        }
+        p.drop_remainder = true;
+        assert_eq!(parsed_ids(p), expected[..2]);
+    }
+
+    /// A file `a` of six Examples whose third has no `id`, parsed four to a unit.
+    fn one_unparsable(dir: &std::path::Path, on_error: OnError) -> (Plan, Got) {
+        let mut records: Vec<Vec<u8>> = (0..6).map(example).collect();
+        records[2] = encode_example(&[("other", Feature::Int64(vec![2]))]);
+        let a = write_file(dir, "a", &records);
+        let located = Got::Error {
+            kind: ErrorKind::Schema,
+            path: Some(a.clone()),
+            offset: Some(offset_of(&records, 2)),
+            record_index: Some(2),
+        };
+        let mut p = plan(vec![a]);
+        p.schema = Some(id_schema());
+        p.batch_size = 4;
+        p.on_error = on_error;
+        (p, located)
+    }
+
+    #[test]
+    fn with_continue_a_record_that_does_not_parse_is_left_out_of_its_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut p, located) = one_unparsable(dir.path(), OnError::Continue);
+        for workers in [0, 2] {
+            p.parse_workers = workers;
+            assert_eq!(
+                parsed_ids(p.clone()),
+                vec![
+                    located.clone(),
+                    Got::Ids(vec![0, 1, 3]),
+                    Got::Ids(vec![4, 5]),
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn with_refill_units_left_short_are_filled_from_the_next_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut p, located) = one_unparsable(dir.path(), OnError::Continue);
+        p.refill = true;
+        for workers in [0, 2] {
+            p.parse_workers = workers;
+            assert_eq!(
+                parsed_ids(p.clone()),
+                vec![
+                    located.clone(),
+                    Got::Ids(vec![0, 1, 3, 4]),
+                    Got::Ids(vec![5])
+                ]
+            );
+        }
+        // The last short unit is dropped after re-cutting, not before.
+        p.drop_remainder = true;
+        assert_eq!(
+            parsed_ids(p.clone()),
+            vec![located, Got::Ids(vec![0, 1, 3, 4])]
+        );
+        p.batch_size = 5;
+        assert_eq!(parsed_ids(p)[1..], [Got::Ids(vec![0, 1, 3, 4, 5])]);
+    }
+
+    #[test]
+    fn with_stop_a_record_that_does_not_parse_fails_its_unit_and_ends_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, located) = one_unparsable(dir.path(), OnError::Stop);
+        assert_eq!(parsed_ids(p), vec![located]);
+    }
+
+    /// A `width` x 1 RGB PNG whose pixel `x` is `(x, value, 0)`.
+    fn png(width: u32, value: u8) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut encoder = png::Encoder::new(&mut out, width, 1);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().unwrap();
+        let pixels: Vec<u8> = (0..width).flat_map(|x| [x as u8, value, 0]).collect();
+        writer.write_image_data(&pixels).unwrap();
+        writer.finish().unwrap();
+        out
+    }
+
+    #[test]
+    fn images_are_decoded_into_one_array_per_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = |bytes: Vec<u8>| encode_example(&[("image", Feature::Bytes(vec![bytes]))]);
+        let mut records: Vec<Vec<u8>> = (0..3).map(|i| image(png(2, i * 10))).collect();
+        records.push(image(b"not an image".to_vec()));
+        let a = write_file(dir.path(), "a", &records);
+        let spec = FeatureSpec {
+            key: "image".into(),
+            dtype: DType::Bytes,
+            kind: SpecKind::FixedLen { shape: vec![] },
+            default: None,
+        };
+        let mut p = plan(vec![a.clone()]);
+        p.schema = Some(Arc::new(Schema::new(vec![spec]).unwrap()));
+        p.batch_size = 4;
+        p.on_error = OnError::Continue;
+        p.images = vec![ImageStage {
+            feature: 0,
+            spec: ImageSpec {
+                channels: 3,
+                size: Some((1, 2)),
+                dtype: PixelType::U8,
+                filter: Filter::Nearest,
+                augment: None,
+                max_pixels: 1 << 20,
+            },
+            seed: 0,
+        }];
+        let mut pipeline = Pipeline::start(p, None).unwrap();
+        let e = pipeline
+            .next_item()
+            .unwrap()
+            .err()
+            .expect("the bad image first");
+        assert_eq!(e.kind, ErrorKind::ImageDecode);
+        assert_eq!(e.path.as_deref(), Some(a.as_str()));
+        assert_eq!(e.offset, Some(offset_of(&records, 3)));
+        assert_eq!(e.record_index, Some(3));
+        let Some(Ok(Payload::Parsed(columns, keys))) = pipeline.next_item() else {
+            panic!("the three good images in one unit");
+        };
+        assert_eq!(keys.len(), 3);
+        let [Decoded::Images(batch)] = &columns[..] else {
+            panic!("decoded images");
+        };
+        assert_eq!(batch.shape, vec![3, 1, 2, 3]);
+        assert_eq!(
+            batch.pixels,
+            Pixels::U8(vec![
+                0, 0, 0, 1, 0, 0, 0, 10, 0, 1, 10, 0, 0, 20, 0, 1, 20, 0
+            ])
+        );
+        assert!(pipeline.next_item().is_none());
+    }
+}

@@ -1,0 +1,136 @@
+"""Paths and URLs: globbing, fsspec, sidecar filtering and atomic local writes.
+
+A leaf of the package: it imports nothing of tfrecordkit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob as _glob
+import os
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+PathLike = str | os.PathLike[str]
+Paths = PathLike | Sequence[PathLike]
+
+GLOB_CHARS = frozenset("*?[")
+#: Files written beside shards that a glob over the shards never means.
+SIDECAR_SUFFIXES = (".idx", ".gzi", ".manifest.json")
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` names an fsspec URL (``s3://``, ``gs://``, ``memory://``...) rather
+    than a local file; ``file://`` paths are local."""
+    return "://" in path and not path.startswith("file://")
+
+
+def is_sidecar(path: str) -> bool:
+    """Whether ``path`` is an index sidecar or a manifest, never a TFRecord file."""
+    return path.endswith(SIDECAR_SUFFIXES)
+
+
+def _items(paths: Paths) -> list[str]:
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    out = []
+    for p in items:
+        p = os.fspath(p)
+        if not isinstance(p, str):
+            raise TypeError(f"paths must be str or os.PathLike, not {type(p).__name__}")
+        out.append(p)
+    return out
+
+
+def expand_paths(paths: Paths, *, urls: bool = False) -> list[str]:
+    """Turns a path, a glob pattern, or a list of either into a list of existing files.
+
+    Globs expand in sorted order, leaving out index sidecars and dataset manifests. A
+    path or pattern that matches nothing raises ``FileNotFoundError``. With ``urls=True``,
+    fsspec URLs (and URL globs) are expanded through their filesystem too.
+    """
+    out: list[str] = []
+    for p in _items(paths):
+        if urls and is_url(p):
+            out.extend(_expand_url(p))
+        elif GLOB_CHARS & set(p) and not os.path.exists(p):
+            matches = sorted(m for m in _glob.glob(p) if not is_sidecar(m))
+            if not matches:
+                raise FileNotFoundError(2, "no files match the pattern", p)
+            out.extend(matches)
+        elif os.path.isdir(p):
+            raise IsADirectoryError(21, "is a directory; pass a file or a glob pattern", p)
+        elif not os.path.exists(p):
+            raise FileNotFoundError(2, "no such file", p)
+        else:
+            out.append(p)
+    return out
+
+
+def filesystem(url: str, what: str = "reading") -> tuple[Any, str]:
+    """The fsspec filesystem of ``url`` and the path inside it."""
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(f"{what} {url} needs fsspec: pip install 'tfrecordkit[remote]'") from None
+    return fsspec.core.url_to_fs(url)
+
+
+def _expand_url(url: str) -> list[str]:
+    if not GLOB_CHARS & set(url):
+        return [url]
+    fs, _ = filesystem(url)
+    protocol = url.split("://", 1)[0]
+    matches = sorted(m for m in fs.glob(url) if not is_sidecar(m))
+    if not matches:
+        raise FileNotFoundError(2, "no files match the pattern", url)
+    return [m if "://" in m else f"{protocol}://{m.lstrip('/')}" for m in matches]
+
+
+def open_url(url: str) -> Any:
+    """An open binary file object reading ``url`` through fsspec."""
+    fs, path = filesystem(url)
+    return fs.open(path, "rb")
+
+
+def read_bytes(uri: str) -> bytes:
+    """The whole content of a local path (``file://`` allowed) or an fsspec URL."""
+    if is_url(uri):
+        with open_url(uri) as f:
+            return f.read()
+    with open(uri.removeprefix("file://"), "rb") as f:
+        return f.read()
+
+
+def temp_name(path: str) -> str:
+    """A hidden name beside ``path`` for a file written before it takes ``path``."""
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".{base}.tmp-{os.getpid()}")
+
+
+def remove(path: str | None) -> None:
+    """Removes ``path`` if it exists."""
+    if path:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
+    """Opens a temporary file beside ``path`` that replaces ``path`` once written and
+    synced; on an exception it is removed and ``path`` is left as it was.
+
+    >>> with atomic_write("out/labels.txt") as f:  # doctest: +SKIP
+    ...     f.write("cat\\n")
+    """
+    temp = temp_name(path)
+    if "b" not in mode:
+        kwargs.setdefault("encoding", "utf-8")
+    try:
+        with open(temp, mode, **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        remove(temp)
+        raise

@@ -1,0 +1,385 @@
+"""A :class:`~tfrecordkit.Dataset`'s plan: its typed stages, compiled once into the plan
+the native engine runs, followed by the stages that must run in Python (those after a
+user ``map`` or ``filter``).
+
+The file-level and record-level stages the engine knows are its own typed objects
+(``_core.Shuffle``, ``Shard``, ``Skip``, ``Take``, ``Repeat``); the rest are the frozen
+dataclasses below. The engine reads a :class:`NativePlan` directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _core, _stages
+from ._paths import is_url, open_url
+from ._policy import policed
+from .errors import SchemaError, TFRecordError
+from .image import ImageOptions
+from .schema import FixedLen, FixedLenSequence, Schema, _assemble
+
+NATIVE_OPS = (_core.Shuffle, _core.Shard, _core.Skip, _core.Take, _core.Repeat)
+# Records per output unit when the plan does not batch.
+UNIT = 256
+
+
+@dataclass(frozen=True)
+class Interleave:
+    cycle_length: int
+    block_length: int
+    deterministic: bool
+
+
+@dataclass(frozen=True)
+class Parse:
+    schema: Schema
+
+
+@dataclass(frozen=True)
+class DecodeImage:
+    key: str
+    options: ImageOptions
+
+
+@dataclass(frozen=True)
+class Map:
+    fn: Callable[[Any], Any]
+    num_parallel_calls: int | None
+
+
+@dataclass(frozen=True)
+class Filter:
+    predicate: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Batch:
+    size: int
+    drop_remainder: bool
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    size: int
+
+
+@dataclass(frozen=True)
+class Cache:
+    filename: str | None
+    store: _stages.CacheStore = field(compare=False)
+
+
+Op = Any  # one of the dataclasses above or of NATIVE_OPS
+
+
+def op_name(op: Op) -> str:
+    """The ``Dataset`` method that made ``op``."""
+    return {"DecodeImage": "decode_image"}.get(type(op).__name__, type(op).__name__.lower())
+
+
+@dataclass(frozen=True)
+class Source:
+    files: tuple[str, ...]
+    files_level: bool
+    compression: str | None
+    verify: bool
+    on_error: Any
+    max_record_bytes: int | None
+    # A split among consumers (DataLoader workers and ranks): (count, index, by_files).
+    consumers: tuple[int, int, bool] | None = None
+
+
+@dataclass
+class Plan:
+    """What the stages of a Dataset compile to."""
+
+    file_ops: list[Op] = field(default_factory=list)
+    interleave: Interleave = Interleave(1, 1, True)
+    record_ops: list[Op] = field(default_factory=list)
+    schema: Schema | None = None
+    batch: Batch | None = None
+    prefetch: int | None = None
+    python_ops: list[Op] = field(default_factory=list)
+    files_only: bool = False
+    # Image features decoded natively after parsing.
+    images: list[DecodeImage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    """The plan the native engine runs (``_core.Pipeline`` reads its attributes)."""
+
+    files: list[str]
+    compression: str | None
+    verify: bool
+    max_record_bytes: int | None
+    continue_on_error: bool
+    file_ops: list[Any]
+    interleave: Interleave
+    record_ops: list[Any]
+    # Records per output unit, and whether the last short one is dropped.
+    unit: int
+    drop_remainder: bool
+    # Units left short by skipped records are filled up from the next ones.
+    refill: bool
+    schema: _core.CompiledSchema | None
+    # (index of the feature in the schema, decoding, seed).
+    images: list[tuple[int, _core.ImageSpec, int]]
+    parse_workers: int
+    prefetch: int
+    epoch: int
+    opener: Callable[[str], Any] | None
+
+
+def compile_plan(files_level: bool, ops: tuple[Op, ...]) -> Plan:
+    """Sorts ``ops`` into the engine's file and record stages and the Python stages after
+    them; raises ``TypeError`` for a stage that cannot follow what comes before it."""
+    plan = Plan(files_only=files_level)
+    phase = "files" if files_level else "records"
+    for op in ops:
+        name = op_name(op)
+        if phase == "files":
+            if isinstance(op, NATIVE_OPS):
+                plan.file_ops.append(op)
+            elif isinstance(op, Interleave):
+                plan.interleave = op
+                plan.files_only = False
+                phase = "records"
+            elif isinstance(op, Prefetch):
+                pass
+            else:
+                raise TypeError(
+                    f"{name}() needs records, and this dataset holds file names: "
+                    "call .interleave() first to read the files"
+                )
+        elif phase == "records":
+            if isinstance(op, NATIVE_OPS):
+                plan.record_ops.append(op)
+            elif isinstance(op, Cache):
+                plan.record_ops.append(op.store.native)
+            elif isinstance(op, Parse) and plan.schema is None:
+                plan.schema = op.schema
+            elif isinstance(op, Parse):
+                raise TypeError("the records are parsed already")
+            elif isinstance(op, Batch):
+                plan.batch = op
+                phase = "batched"
+            elif isinstance(op, DecodeImage) and plan.schema is not None:
+                _add_image(plan, op)
+            elif isinstance(op, DecodeImage):
+                raise TypeError("decode_image() needs parsed Examples: call .parse() first")
+            elif isinstance(op, Prefetch):
+                plan.prefetch = op.size
+            elif isinstance(op, Interleave):
+                raise TypeError("interleave() reads files; this dataset holds records")
+            else:
+                plan.python_ops.append(op)
+                phase = "python"
+        elif phase == "batched" and isinstance(op, Prefetch):
+            plan.prefetch = op.size
+        elif phase == "batched" and isinstance(op, DecodeImage) and plan.schema is not None:
+            _add_image(plan, op)
+        else:
+            if isinstance(op, Interleave):
+                raise TypeError("interleave() reads files; this dataset holds records")
+            if isinstance(op, Parse) and (plan.schema is not None or phase == "batched"):
+                raise TypeError("parse() needs unbatched, unparsed records")
+            if isinstance(op, DecodeImage) and plan.schema is None:
+                raise TypeError("decode_image() needs parsed Examples: call .parse() first")
+            plan.python_ops.append(op)
+            phase = "python"
+    return plan
+
+
+def _add_image(plan: Plan, op: DecodeImage) -> None:
+    assert plan.schema is not None
+    key = op.key
+    spec = plan.schema.get(key)
+    if spec is None:
+        raise SchemaError(f"decode_image({key!r}): the schema has no feature {key!r}")
+    if not isinstance(spec, FixedLen) or spec.dtype != "bytes" or list(spec.shape) != []:
+        raise SchemaError(
+            f"decode_image({key!r}) needs a FixedLen([], 'bytes') feature, not {spec!r}"
+        )
+    if any(image.key == key for image in plan.images):
+        raise TypeError(f"feature {key!r} is decoded already")
+    plan.images.append(op)
+
+
+def native_ops(source: Source, plan: Plan) -> tuple[list[Op], list[Op]]:
+    """The file and record stages the engine runs, with this consumer's share first."""
+    file_ops, record_ops = list(plan.file_ops), list(plan.record_ops)
+    if source.consumers is not None:
+        count, index, by_files = source.consumers
+        (file_ops if by_files else record_ops).insert(0, _core.Shard(count, index))
+    return file_ops, record_ops
+
+
+def file_names(source: Source, plan: Plan, epoch: int) -> Iterator[str]:
+    """The file names a pipeline that never reads its files yields."""
+    file_ops, _ = native_ops(source, plan)
+    files = source.files
+    return (files[i] for i in _core.FileOrder(len(files), file_ops, epoch))
+
+
+def elements(source: Source, plan: Plan, epoch: int) -> Iterator[Any]:
+    """One epoch of the pipeline's elements."""
+    if plan.files_only:
+        return file_names(source, plan, epoch)
+    if not plan.python_ops:
+        return _native(source, plan, epoch, tagged=False)
+    return (x for _, x in _python(source, plan, len(plan.python_ops), epoch))
+
+
+def _python(source: Source, plan: Plan, upto: int, epoch: int) -> Iterator[_stages.Pair]:
+    """``(key, element)`` pairs after the first ``upto`` Python stages."""
+    if upto == 0:
+        return _native(source, plan, epoch, tagged=True)
+    op = plan.python_ops[upto - 1]
+    if isinstance(op, _core.Repeat):
+        return _stages.repeat(lambda e: _python(source, plan, upto - 1, e), op.count, epoch)
+    it = _python(source, plan, upto - 1, epoch)
+    if isinstance(op, Map):
+        return _stages.map_pairs(it, op.fn, op.num_parallel_calls)
+    if isinstance(op, Filter):
+        return _stages.filter_pairs(it, op.predicate)
+    if isinstance(op, _core.Shuffle):
+        return _stages.shuffle(it, op.buffer_size, op.seed, _core.mix_seed(epoch, upto))
+    if isinstance(op, Batch):
+        return _stages.batch(it, op.size, op.drop_remainder)
+    if isinstance(op, _core.Take):
+        return itertools.islice(it, op.count)
+    if isinstance(op, _core.Skip):
+        return itertools.islice(it, op.count, None)
+    if isinstance(op, _core.Shard):
+        return itertools.islice(it, op.index, None, op.num_shards)
+    if isinstance(op, Cache):
+        return op.store.replay(it)
+    if isinstance(op, Prefetch):
+        return _stages.prefetch(it, op.size)
+    if isinstance(op, Parse):
+        return _stages.parse(it, op.schema)
+    if isinstance(op, DecodeImage):
+        return _stages.decode_images(it, op.key, op.options, epoch)
+    raise AssertionError(op)  # pragma: no cover
+
+
+def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
+    """The engine's plan for one epoch of ``plan`` over ``source``."""
+    file_ops, record_ops = native_ops(source, plan)
+    interleave = plan.interleave
+    if source.consumers is not None and not source.consumers[2]:
+        # Consumers splitting records must all see them in the same order.
+        interleave = Interleave(interleave.cycle_length, interleave.block_length, True)
+    schema = plan.schema
+    batched = plan.batch is not None
+    sequences = schema is not None and any(isinstance(s, FixedLenSequence) for s in schema.values())
+    unit = plan.batch.size if plan.batch is not None else UNIT
+    if not batched and (sequences or any(_own_shape(i.options) for i in plan.images)):
+        # Sequence features are padded to their unit's longest, and images that keep their
+        # own shape cannot share an array: one record per unit.
+        unit = 1
+    keys = list(schema) if schema is not None else []
+    images = [(keys.index(i.key), i.options.native(), i.options.seed_value()) for i in plan.images]
+    # The consuming thread parses too; extra workers pay off past two cores. Image
+    # decoding is heavy enough for a worker per core, leaving the consumer free.
+    cpus = _stages.cpus()
+    workers = cpus if images else min(max(cpus - 2, 0), 4)
+    return NativePlan(
+        files=list(source.files),
+        compression=source.compression,
+        verify=source.verify,
+        max_record_bytes=source.max_record_bytes,
+        continue_on_error=source.on_error != "raise",
+        file_ops=file_ops,
+        interleave=interleave,
+        record_ops=record_ops,
+        unit=unit,
+        drop_remainder=bool(plan.batch and plan.batch.drop_remainder),
+        # Sequence batches are padded to their own longest row: they cannot be joined.
+        refill=batched and not sequences,
+        schema=schema.compiled() if schema is not None else None,
+        images=images,
+        parse_workers=workers,
+        prefetch=plan.prefetch or 2,
+        epoch=epoch & ((1 << 64) - 1),
+        opener=open_url if any(is_url(f) for f in source.files) else None,
+    )
+
+
+def _own_shape(options: ImageOptions) -> bool:
+    return options.size is None or options.channels == 0
+
+
+def _native(source: Source, plan: Plan, epoch: int, tagged: bool) -> Iterator[Any]:
+    """The engine's output as elements (``(key, element)`` pairs when ``tagged``)."""
+    pipe = _core.Pipeline(native_plan(source, plan, epoch))
+    names = list(plan.schema) if plan.schema is not None else []
+    batched = plan.batch is not None
+    try:
+        units = policed(pipe.next, source.on_error, catch=TFRecordError, what="bad record")
+        for keys, payload in units:
+            if plan.schema is None:
+                element: Any = _stages.object_array(payload) if batched else payload
+            else:
+                element = {k: _assemble(*p) for k, p in zip(names, payload, strict=True)}
+            if batched:
+                yield (keys, element) if tagged else element
+            elif plan.schema is None:
+                yield from zip(keys.tolist(), element, strict=True) if tagged else element
+            else:
+                rows = _rows(element, len(keys))
+                yield from zip(keys.tolist(), rows, strict=False) if tagged else rows
+    finally:
+        pipe.close()
+
+
+def _rows(columns: dict[str, Any], n: int) -> Iterator[dict[str, Any]]:
+    for i in range(n):
+        yield {k: v[i] for k, v in columns.items()}
+
+
+@dataclass(frozen=True)
+class ElementSpec:
+    """The shape (``None`` where it varies) and dtype of one component of an element;
+    ``ragged`` for a batched ``VarLen`` feature (a :class:`~tfrecordkit.Ragged`)."""
+
+    shape: tuple[int | None, ...]
+    dtype: str
+    ragged: bool = False
+
+
+def element_spec(plan: Plan) -> Any:
+    """What each element holds: an :class:`ElementSpec` for records, a dict of them for
+    parsed Examples; ``None`` once ``map`` or ``filter`` may change the elements."""
+    if plan.python_ops:
+        return None
+    batch = plan.batch
+    lead: tuple[int | None, ...] = ()
+    if batch is not None:
+        lead = (batch.size if batch.drop_remainder else None,)
+    if plan.schema is None:
+        return ElementSpec(lead, "bytes")
+    images = {i.key: i.options for i in plan.images}
+    out = {}
+    for key, spec in plan.schema.items():
+        if key in images:
+            o = images[key]
+            h, w = o.size or (None, None)
+            out[key] = ElementSpec((*lead, h, w, o.channels or None), str(np.dtype(o.dtype)))
+            continue
+        shape = tuple(getattr(spec, "shape", ()))
+        if isinstance(spec, FixedLenSequence):
+            out[key] = ElementSpec((*lead, None, *shape), spec.dtype)
+        elif hasattr(spec, "shape"):
+            out[key] = ElementSpec((*lead, *shape), spec.dtype)
+        elif batch is None:
+            out[key] = ElementSpec((None,), spec.dtype)
+        else:
+            out[key] = ElementSpec((*lead, None), spec.dtype, ragged=True)
+    return out

@@ -1,0 +1,247 @@
+"""The stages of a pipeline that follow a user ``map`` or ``filter``, in Python.
+
+Elements travel through these stages as ``(key, element)`` pairs: ``key`` identifies the
+record an element came from (its file, pass and position, as the native engine names it;
+an array of them for a batch), so that ``decode_image`` after a ``map`` draws the same
+augmentation for a record as it does in the native engine. Seeds are mixed with the
+engine's own mixer, :func:`tfrecordkit._core.mix_seed`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pickle
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._paths import atomic_write
+from .image import ImageOptions, decode_seeded
+from .schema import Ragged, Schema, parse_examples
+
+Pair = tuple[Any, Any]
+
+AUTOTUNE = -1
+# Records parsed per native call when Python parses.
+UNIT = 256
+
+
+def cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class CacheStore:
+    """The cache of one ``cache()`` stage, shared by every iteration of the pipeline: the
+    native engine's record cache, or the elements of the first pass of Python stages."""
+
+    def __init__(self, filename: str | None) -> None:
+        self.filename = filename
+        self.native = _core.PipelineCache(filename)
+        self.elements: list[Pair] | None = None
+
+    def __repr__(self) -> str:
+        return f"cache({self.filename!r})"
+
+    def share(self, suffix: str) -> CacheStore:
+        """A cache of its own for one consumer's share of the pipeline."""
+        return CacheStore(None if self.filename is None else f"{self.filename}{suffix}")
+
+    def replay(self, it: Iterator[Pair]) -> Iterator[Pair]:
+        if self.elements is not None:
+            return iter(self.elements)
+        if self.filename is not None and os.path.exists(self.filename):
+            return _read_pickles(self.filename)
+        return self._fill(it)
+
+    def _fill(self, it: Iterator[Pair]) -> Iterator[Pair]:
+        if self.filename is None:
+            kept: list[Pair] = []
+            for x in it:
+                kept.append(x)
+                yield x
+            self.elements = kept
+            return
+        with atomic_write(self.filename, "wb") as f:
+            for x in it:
+                pickle.dump(x, f, protocol=pickle.HIGHEST_PROTOCOL)
+                yield x
+
+
+def _read_pickles(path: str) -> Iterator[Pair]:
+    with open(path, "rb") as f:
+        while True:
+            try:
+                yield pickle.load(f)
+            except EOFError:
+                return
+
+
+def repeat(
+    upstream: Callable[[int], Iterator[Pair]], count: int | None, epoch: int
+) -> Iterator[Pair]:
+    for e in itertools.count() if count is None else range(count):
+        produced = False
+        for x in upstream(_core.mix_seed(epoch, e) if e else epoch):
+            produced = True
+            yield x
+        if not produced:
+            return
+
+
+def map_pairs(it: Iterator[Pair], fn: Callable[[Any], Any], parallel: int | None) -> Iterator[Pair]:
+    if parallel is None or parallel == 1:
+        for key, x in it:
+            yield key, fn(x)
+        return
+    workers = cpus() if parallel == AUTOTUNE else parallel
+    with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-map") as pool:
+        pending: deque[tuple[Any, Any]] = deque()
+        for key, x in it:
+            pending.append((key, pool.submit(fn, x)))
+            if len(pending) >= 2 * workers:
+                key, done = pending.popleft()
+                yield key, done.result()
+        while pending:
+            key, done = pending.popleft()
+            yield key, done.result()
+
+
+def filter_pairs(it: Iterator[Pair], predicate: Callable[[Any], Any]) -> Iterator[Pair]:
+    return ((key, x) for key, x in it if predicate(x))
+
+
+def shuffle(it: Iterator[Pair], size: int, seed: int | None, salt: int) -> Iterator[Pair]:
+    rng = np.random.default_rng(None if seed is None else [seed, salt])
+    buffer: list[Pair] = []
+    for x in it:
+        if len(buffer) < size:
+            buffer.append(x)
+            continue
+        i = int(rng.integers(size))
+        yield buffer[i]
+        buffer[i] = x
+    while buffer:
+        i = int(rng.integers(len(buffer)))
+        buffer[i], buffer[-1] = buffer[-1], buffer[i]
+        yield buffer.pop()
+
+
+def batch(it: Iterator[Pair], size: int, drop_remainder: bool) -> Iterator[Pair]:
+    while True:
+        chunk = list(itertools.islice(it, size))
+        if not chunk or (drop_remainder and len(chunk) < size):
+            return
+        keys = [k for k, _ in chunk]
+        flat = (
+            np.concatenate([np.atleast_1d(np.asarray(k, dtype=np.uint64)) for k in keys])
+            if all(k is not None for k in keys)
+            else None
+        )
+        yield flat, stack([x for _, x in chunk])
+
+
+def stack(elements: Sequence[Any]) -> Any:
+    """Stacks elements into a batch as ``batch`` does: dicts and tuples key by key, arrays of
+    one shape along a new first axis, 1-D arrays of different lengths as a :class:`Ragged`,
+    bytes and str as an object array, anything else as a list."""
+    first = elements[0]
+    if isinstance(first, dict):
+        return {k: stack([e[k] for e in elements]) for k in first}
+    if isinstance(first, tuple):
+        return tuple(stack(list(col)) for col in zip(*elements, strict=True))
+    if isinstance(first, (bytes, str)):
+        return object_array(elements)
+    arrays = [np.asarray(e) for e in elements]
+    if all(a.shape == arrays[0].shape for a in arrays):
+        return np.stack(arrays)
+    if all(a.ndim == 1 for a in arrays):
+        splits = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum([len(a) for a in arrays], out=splits[1:])
+        return Ragged(np.concatenate(arrays), splits)
+    return list(elements)
+
+
+def object_array(items: Sequence[Any]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def prefetch(it: Iterator[Pair], size: int) -> Iterator[Pair]:
+    """Runs ``it`` on a background thread, up to ``size`` elements ahead."""
+    q: queue.Queue[Any] = queue.Queue(max(1, size))
+    done = object()
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for x in it:
+                while not stop.is_set():
+                    try:
+                        q.put((x, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((done, None))
+        except BaseException as err:  # handed to the consumer
+            q.put((done, err))
+
+    thread = threading.Thread(target=produce, name="tfrecordkit-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            x, err = q.get()
+            if x is done:
+                if err is not None:
+                    raise err
+                return
+            yield x
+    finally:
+        stop.set()
+
+
+def parse(it: Iterator[Pair], schema: Schema) -> Iterator[Pair]:
+    while True:
+        chunk = list(itertools.islice(it, UNIT))
+        if not chunk:
+            return
+        columns = parse_examples([x for _, x in chunk], schema)
+        for i, (key, _) in enumerate(chunk):
+            yield key, {k: v[i] for k, v in columns.items()}
+
+
+def decode_images(
+    it: Iterator[Pair], key: str, options: ImageOptions, epoch: int
+) -> Iterator[Pair]:
+    """``decode_image`` after Python stages: each element (or batch) in one native call,
+    each record augmented with the seed the native engine gives it."""
+    base = _core.mix_seed(options.seed_value(), epoch)
+    for n, (origin, element) in enumerate(it):
+        if not isinstance(element, dict) or key not in element:
+            raise TypeError(f"decode_image({key!r}) needs dict elements with that key")
+        value = element[key]
+        single = isinstance(value, (bytes, bytearray, memoryview))
+        images = [bytes(value)] if single else [bytes(v) for v in value]
+        if origin is None:
+            # Elements made by Python stages alone: numbered as they come.
+            origins = [_core.mix_seed(n, i) for i in range(len(images))]
+        else:
+            origins = [int(k) for k in np.atleast_1d(np.asarray(origin, dtype=np.uint64))]
+        if len(origins) != len(images):
+            raise ValueError(
+                f"decode_image({key!r}) got {len(images)} images for {len(origins)} records"
+            )
+        pixels = decode_seeded(options, images, [_core.mix_seed(base, o) for o in origins])
+        yield origin, {**element, key: pixels[0] if single else pixels}

@@ -1,0 +1,110 @@
+"""Converting a table of ``split, image_uri, label`` rows into TFRecord splits.
+
+``tfr.convert`` does what TFRecorder set out to do, without TensorFlow: images are stored as
+their original encoded bytes with their size, channels and format; string labels get an
+integer vocabulary fitted on TRAIN; every row that cannot be converted is listed in
+``discarded.csv`` with the reason, and never stops the job. The rows are read and checked
+in :mod:`.rows`; :mod:`.local` runs the job on this machine, :mod:`.beam` on an Apache
+Beam runner.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .local import contact_sheet, convert_locally, load
+from .rows import ConversionSummary, Job, check_roles, read_table
+
+__all__ = ["ConversionSummary", "contact_sheet", "convert", "load", "register_pandas_accessor"]
+
+
+def convert(
+    source: Any,
+    output_dir: str | os.PathLike[str],
+    *,
+    schema: Mapping[str, str] | None = None,
+    runner: str = "local",
+    pipeline_options: Mapping[str, Any] | None = None,
+    num_shards: int | None = None,
+    max_shard_bytes: int | str = "128MiB",
+    compression: str | None = None,
+    image_size: tuple[int, int] | None = None,
+    image_format: str | None = None,
+    workers: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> ConversionSummary:
+    """Converts a table of images and labels into TFRecord splits.
+
+    ``source`` is a CSV path, a Parquet path, a pandas DataFrame, or a directory tree
+    ``SPLIT/LABEL/*.jpg``. ``schema`` maps column names to roles: ``"split"`` (TRAIN,
+    VALIDATION or TEST, any case), ``"image_uri"`` (a local path or any fsspec URL),
+    ``"label"``, and ``"integer"`` / ``"float"`` / ``"string"`` for other inputs; the
+    default is ``{"split": "split", "image_uri": "image_uri", "label": "label"}``.
+
+    Each image is stored as its encoded bytes (``image``), with ``image_height``,
+    ``image_width``, ``image_channels`` and ``image_format``; ``image_size=(h, w)`` resizes
+    and ``image_format`` re-encodes. String labels become integers by a vocabulary fitted on
+    TRAIN (sorted; ``label_text`` keeps the string) saved as ``labels.txt``; a label unseen in
+    TRAIN discards its row. Writes ``{train,validation,test}-SSSSS-of-NNNNN.tfrecord`` with
+    manifests, ``schema.json`` and ``discarded.csv`` into ``output_dir``; returns a summary.
+
+    ``runner`` is ``"local"`` (threads on this machine) or the name of an Apache Beam runner
+    (``"DirectRunner"``, ``"DataflowRunner"``, ``"FlinkRunner"``...): the same Examples are
+    then made in Beam ``DoFn``s, with the vocabulary as a combine over TRAIN and shards
+    written by Beam's sink; ``pipeline_options`` (project, region, temp_location...) pass
+    through to Beam. Manifests and indexes are added when ``output_dir`` is local.
+
+    >>> summary = convert("images.csv", "out/")  # doctest: +SKIP
+    >>> summary.rows  # doctest: +SKIP
+    {'TRAIN': 800, 'VALIDATION': 100, 'TEST': 100}
+    """
+    started = time.monotonic()
+    output_dir = os.fspath(output_dir)
+    columns, rows = read_table(source)
+    roles = check_roles(schema, columns)
+    by_role = {role: col for col, role in roles.items() if role in ("split", "image_uri", "label")}
+    job = Job(
+        rows=list(rows),
+        columns=columns,
+        roles=roles,
+        by_role=by_role,
+        output_dir=output_dir,
+        num_shards=num_shards,
+        max_shard_bytes=max_shard_bytes,
+        compression=compression,
+        image_size=image_size,
+        image_format=image_format,
+        workers=workers,
+        overwrite=overwrite,
+        progress=progress,
+        started=started,
+    )
+    if runner.lower() == "local":
+        return convert_locally(job)
+    # Apache Beam is imported only for a Beam runner.
+    from .beam import convert_with_beam
+
+    return convert_with_beam(job, runner, dict(pipeline_options or {}))
+
+
+def register_pandas_accessor() -> None:
+    """Registers ``DataFrame.tfrecord.to_tfrecord(output_dir, **kwargs)`` (done on
+    ``import tfrecordkit`` when pandas is already imported)."""
+    import pandas as pd
+
+    if hasattr(pd.DataFrame, "tfrecord"):
+        return
+
+    @pd.api.extensions.register_dataframe_accessor("tfrecord")
+    class TFRecordAccessor:
+        """``df.tfrecord.to_tfrecord(output_dir, **kwargs)``: :func:`convert` on ``df``."""
+
+        def __init__(self, frame: Any) -> None:
+            self._frame = frame
+
+        def to_tfrecord(self, output_dir: str | os.PathLike[str], **kwargs: Any) -> Any:
+            return convert(self._frame, output_dir, **kwargs)

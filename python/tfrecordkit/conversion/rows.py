@@ -1,0 +1,226 @@
+"""The rows of a conversion: reading the table, checking rows, loading images, and the
+features each row becomes. Shared by the local and the Beam runners."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._paths import atomic_write, read_bytes
+
+SPLITS = ("TRAIN", "VALIDATION", "TEST")
+ROLES = ("split", "image_uri", "label", "integer", "float", "string")
+DEFAULT_SCHEMA = {"split": "split", "image_uri": "image_uri", "label": "label"}
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp")
+_CHANNELS = {"1": 1, "L": 1, "LA": 2, "P": 3, "RGB": 3, "YCbCr": 3, "CMYK": 4, "RGBA": 4}
+
+
+@dataclass
+class Job:
+    """One conversion's rows and settings, as a runner receives them."""
+
+    rows: list[dict[str, Any]]
+    columns: list[str]
+    roles: dict[str, str]
+    by_role: dict[str, str]
+    output_dir: str
+    num_shards: int | None
+    max_shard_bytes: int | str
+    compression: str | None
+    image_size: tuple[int, int] | None
+    image_format: str | None
+    workers: int | None
+    overwrite: bool
+    progress: bool
+    started: float
+
+
+def write_side_files(output_dir: str, summary: ConversionSummary, schema: Any) -> None:
+    """``schema.json`` (when anything was written) and ``summary.json``."""
+    if schema is not None:
+        with atomic_write(os.path.join(output_dir, "schema.json")) as f:
+            f.write(schema.to_json(indent=1) + "\n")
+    with atomic_write(os.path.join(output_dir, "summary.json")) as f:
+        json.dump(asdict(summary), f, indent=1)
+
+
+@dataclass
+class ConversionSummary:
+    """What :func:`convert` wrote."""
+
+    output_dir: str
+    rows: dict[str, int] = field(default_factory=dict)
+    discarded: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    labels: list[str] | None = None
+
+    def __str__(self) -> str:
+        splits = ", ".join(f"{k.lower()} {v:,}" for k, v in self.rows.items())
+        return (
+            f"converted {sum(self.rows.values()):,} rows ({splits}) into {self.output_dir}; "
+            f"{self.discarded:,} discarded; {self.bytes:,} bytes in {self.seconds:.1f}s"
+        )
+
+
+def read_table(source: Any) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    """Column names and rows of a CSV or Parquet path, a DataFrame, or a directory tree."""
+    if type(source).__module__.startswith("pandas"):
+        frame = source
+        return list(frame.columns), (
+            {str(k): v for k, v in row.items()} for row in frame.to_dict("records")
+        )
+    path = os.fspath(source)
+    if os.path.isdir(path):
+        return ["split", "image_uri", "label"], tree_rows(path)
+    if path.lower().endswith(".parquet"):
+        import pandas as pd
+
+        return read_table(pd.read_parquet(path))
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    return list(reader.fieldnames or []), iter(rows)
+
+
+def tree_rows(root: str) -> Iterator[dict[str, Any]]:
+    """``root/SPLIT/LABEL/image.jpg`` as rows."""
+    for split in sorted(os.listdir(root)):
+        split_dir = os.path.join(root, split)
+        if not os.path.isdir(split_dir):
+            continue
+        for label in sorted(os.listdir(split_dir)):
+            label_dir = os.path.join(split_dir, label)
+            if not os.path.isdir(label_dir):
+                continue
+            for name in sorted(os.listdir(label_dir)):
+                if name.lower().endswith(IMAGE_SUFFIXES):
+                    path = os.path.join(label_dir, name)
+                    yield {"split": split, "image_uri": path, "label": label}
+
+
+def load_image(
+    uri: str, size: tuple[int, int] | None, fmt: str | None
+) -> tuple[bytes, int, int, int, str]:
+    """The image's bytes (re-encoded when resizing or changing format) and its height,
+    width, channels and format. Raises ValueError for anything that is not an image."""
+    from PIL import Image, UnidentifiedImageError
+
+    data = read_bytes(uri)
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()  # decode fully: a truncated or damaged image is refused here
+            source_format = (img.format or "").upper()
+            if size is not None or (fmt is not None and fmt.upper() != source_format):
+                out_format = (fmt or source_format or "PNG").upper()
+                if size is not None:
+                    img = img.resize((size[1], size[0]), Image.Resampling.BILINEAR)
+                if out_format == "JPEG" and img.mode not in ("L", "RGB", "CMYK"):
+                    img = img.convert("RGB")
+                buf = io.BytesIO()
+                img.save(buf, format=out_format)
+                data, source_format = buf.getvalue(), out_format
+            width, height = img.size
+            channels = _CHANNELS.get(img.mode, len(img.getbands()))
+    except UnidentifiedImageError:
+        raise ValueError("undecodable image: not a recognized image format") from None
+    except (OSError, SyntaxError, ValueError) as err:
+        raise ValueError(f"undecodable image: {err}") from None
+    return data, height, width, channels, source_format.lower()
+
+
+def check_roles(schema: Mapping[str, str] | None, columns: list[str]) -> dict[str, str]:
+    roles = dict(schema or DEFAULT_SCHEMA)
+    for column, role in roles.items():
+        if role not in ROLES:
+            raise ValueError(f"column {column!r} has role {role!r}; roles are {', '.join(ROLES)}")
+        if column not in columns:
+            raise ValueError(f"the source has no column {column!r} (it has {columns})")
+    for role in ("split", "image_uri"):
+        if list(roles.values()).count(role) != 1:
+            raise ValueError(f"the schema needs exactly one {role!r} column")
+    if list(roles.values()).count("label") > 1:
+        raise ValueError("the schema allows at most one 'label' column")
+    return roles
+
+
+def missing(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and np.isnan(value))
+
+
+def label_kind(values: Iterable[Any]) -> str:
+    """ "int" when every present label is an integer (or its text), else "string"."""
+    for v in values:
+        if missing(v):
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            return "string"
+        if isinstance(v, (int, np.integer)):
+            continue
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            continue
+        if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+            continue
+        return "string"
+    return "int"
+
+
+def check_row(row: dict[str, Any], by_role: dict[str, str]) -> tuple[str, str | None]:
+    """The row's split, and why it cannot be converted (None if it can, so far)."""
+    split = str(row.get(by_role["split"]) or "").strip().upper()
+    if split not in SPLITS:
+        return split, f"unknown split {row.get(by_role['split'])!r}"
+    if "label" in by_role and missing(row.get(by_role["label"])):
+        return split, "missing label"
+    if missing(row.get(by_role["image_uri"])):
+        return split, "missing image_uri"
+    return split, None
+
+
+def discard_entry(i: int, row: dict[str, Any], reason: str, columns: list[str]) -> dict[str, Any]:
+    return {"row": i, "reason": reason, **{k: row.get(k) for k in columns}}
+
+
+def features_of(
+    row: dict[str, Any], roles: dict[str, str], image: Any, vocab: dict[str, int] | None
+) -> dict[str, Any]:
+    data, height, width, channels, fmt = image
+    out: dict[str, Any] = {
+        "image": data,
+        "image_height": height,
+        "image_width": width,
+        "image_channels": channels,
+        "image_format": fmt,
+    }
+    for column, role in roles.items():
+        value = row.get(column)
+        if role == "label":
+            if vocab is None:
+                out["label"] = int(float(value))
+            else:
+                out["label"] = vocab[str(value)]
+                out["label_text"] = str(value)
+        elif role in ("integer", "float", "string"):
+            if missing(value):
+                raise ValueError(f"missing value in column {column!r}")
+            try:
+                out[column] = {"integer": lambda v: int(float(v)), "float": float, "string": str}[
+                    role
+                ](value)
+            except (TypeError, ValueError):
+                raise ValueError(f"column {column!r}: {value!r} is not {role}") from None
+    return out
+
+
+def write_discarded(path: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["row", "reason", *columns])
+        writer.writeheader()
+        writer.writerows(rows)

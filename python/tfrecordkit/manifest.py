@@ -1,0 +1,131 @@
+"""Dataset manifests and shard names: ``{prefix}.manifest.json`` beside
+``{prefix}-SSSSS-of-NNNNN.tfrecord`` shards."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import _core
+from ._paths import atomic_write
+from .schema import Schema
+
+__all__ = ["SHARD_RE", "Manifest", "ShardInfo", "manifest_path", "shard_name"]
+
+MANIFEST_FORMAT = "tfrecordkit.manifest/1"
+_EXT = {None: ".tfrecord", "gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz"}
+SHARD_RE = re.compile(
+    r"^(?P<prefix>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.tfrecord(\.gz|\.zz)?$"
+)
+#: The glob of a prefix's shards, after the escaped prefix.
+SHARD_GLOB = "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord*"
+
+
+def shard_name(prefix: str, index: int, count: int, compression: str | None = None) -> str:
+    """``{prefix}-{index:05d}-of-{count:05d}.tfrecord`` (``.gz`` / ``.zz`` when compressed)."""
+    return f"{prefix}-{index:05d}-of-{count:05d}{_EXT[compression]}"
+
+
+def manifest_path(prefix: str) -> str:
+    return f"{prefix}.manifest.json"
+
+
+def index_sidecar(shard: str, compression: str | None) -> str:
+    """The index sidecar of a shard: ``.idx`` when uncompressed, ``.gzi`` for seekable gzip."""
+    return shard + (".idx" if compression is None else ".gzi")
+
+
+def existing_files(prefix: str) -> list[str]:
+    """Everything a dataset at local ``prefix`` consists of: shards, sidecars, manifest."""
+    found = [
+        p
+        for p in glob.glob(glob.escape(prefix) + SHARD_GLOB)
+        if SHARD_RE.match(os.path.basename(p))
+    ]
+    found += [p + s for p in found for s in (".idx", ".gzi") if os.path.exists(p + s)]
+    if os.path.exists(manifest_path(prefix)):
+        found.append(manifest_path(prefix))
+    return sorted(found)
+
+
+@dataclass
+class ShardInfo:
+    file: str
+    records: int
+    bytes: int
+    crc32c: str
+
+
+@dataclass
+class Manifest:
+    """What :func:`write_dataset` wrote: ``{prefix}.manifest.json`` beside the shards."""
+
+    prefix: str
+    shards: list[ShardInfo]
+    compression: str | None = None
+    schema: Schema | None = None
+    index: bool = False
+    version: str = _core.__version__
+    path: str = field(default="", compare=False)
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.shards)
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.shards)
+
+    @property
+    def files(self) -> list[str]:
+        """The shards' paths, in order."""
+        directory = os.path.dirname(self.path)
+        return [os.path.join(directory, s.file) for s in self.shards]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": MANIFEST_FORMAT,
+            "version": self.version,
+            "prefix": self.prefix,
+            "compression": self.compression,
+            "index": self.index,
+            "records": self.records,
+            "bytes": self.bytes,
+            "schema": None if self.schema is None else self.schema.to_dict(),
+            "shards": [asdict(s) for s in self.shards],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> Manifest:
+        if d.get("format") != MANIFEST_FORMAT:
+            raise ValueError(f"{path or 'manifest'}: not a {MANIFEST_FORMAT} manifest")
+        schema = d.get("schema")
+        return cls(
+            prefix=d["prefix"],
+            shards=[ShardInfo(**s) for s in d["shards"]],
+            compression=d.get("compression"),
+            schema=None if schema is None else Schema.from_dict(schema),
+            index=bool(d.get("index", False)),
+            version=d.get("version", "?"),
+            path=path,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Manifest:
+        """Reads a manifest file, or the manifest of a dataset prefix."""
+        path = os.fspath(path)
+        if not path.endswith(".manifest.json"):
+            path += ".manifest.json"
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f), path)
+
+    def save(self) -> None:
+        """Writes the manifest to :attr:`path`, atomically."""
+        with atomic_write(self.path) as f:
+            json.dump(self.to_dict(), f, indent=1)
+            f.write("\n")

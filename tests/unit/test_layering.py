@@ -1,0 +1,155 @@
+"""The package's layering: imports flow one way, with no cycle, not even through imports
+inside functions (``TYPE_CHECKING`` imports aside); leaves import no other module of the
+package; adapters use only the public ``Dataset`` API."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import tfrecordkit
+
+PACKAGE = Path(tfrecordkit.__file__).parent
+ROOT = "tfrecordkit"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The package modules ``name`` imports anywhere in its body."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def resolve(target: str) -> None:
+        # The module itself, or the nearest package module holding the name.
+        if target == f"{ROOT}._core" or target.startswith(f"{ROOT}._core."):
+            found.add(f"{ROOT}._core")
+            return
+        while target and target not in MODULES:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.split(".")[0] == ROOT:
+                        resolve(alias.name)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (child.level - 1)]
+                    module = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    module = child.module or ""
+                if module.split(".")[0] != ROOT:
+                    continue
+                for alias in child.names:
+                    resolve(f"{module}.{alias.name}")
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                walk(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            walk(node)
+    return cycles
+
+
+def test_the_graph_is_read():
+    # The checks below mean something only if imports are found at all.
+    assert "tfrecordkit.records" in GRAPH["tfrecordkit.dataset"]
+    assert "tfrecordkit._paths" in GRAPH["tfrecordkit.records"]
+    assert len(GRAPH) >= 25
+
+
+def test_no_import_cycle():
+    assert _cycles(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+LEAVES = {
+    "tfrecordkit.errors": set(),
+    "tfrecordkit._paths": set(),
+    "tfrecordkit._policy": {"tfrecordkit.errors"},
+    "tfrecordkit.reports": {"tfrecordkit.errors"},
+    "tfrecordkit.schema": {"tfrecordkit.errors", "tfrecordkit._core"},
+    "tfrecordkit.manifest": {"tfrecordkit._core", "tfrecordkit._paths", "tfrecordkit.schema"},
+}
+
+
+@pytest.mark.parametrize("module", sorted(LEAVES))
+def test_leaves_import_only_leaves(module):
+    assert GRAPH[module] <= LEAVES[module]
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if m.startswith("tfrecordkit.adapters."))
+)
+def test_adapters_use_the_public_dataset_api(module):
+    tree = ast.parse(MODULES[module].read_text())
+    private = [
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+    ]
+    assert private == []
+    assert "tfrecordkit._plan" not in GRAPH[module]
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_modules_stay_readable(module):
+    assert len(MODULES[module].read_text().splitlines()) <= 700
