@@ -675,6 +675,34 @@ def main() -> None:
     speedup = per_workers[2] / per_workers[1]
     print(f"  write_dataset speedup from 1 to 2 workers: x{speedup:.2f}")
 
+    # Writing is linear in the rows: 10M rows with a bytes column, against 1M.
+    rates = {}
+    for n_rows in (1_000_000 // scale, 10_000_000 // scale):
+        wide_cols = {
+            "label": np.arange(n_rows, dtype=np.int64) % 1000,
+            "name": np.char.add(b"row-", np.arange(n_rows).astype("S8")),
+        }
+
+        def run_rows(cols=wide_cols) -> int:
+            m = tfr.write_dataset(
+                cols, data / "rows" / "train", num_shards=8, overwrite=True, progress=False
+            )
+            return m.records
+
+        t, n = best_of(run_rows, rep)
+        rates[n] = n / t
+    (small, rate_small), (large, rate_large) = sorted(rates.items())
+    report(
+        Row(
+            f"write_dataset with a bytes column, {large:,} rows",
+            "rows/s",
+            rate_large,
+            rate_small,
+            f"itself at {small:,} rows",
+            ">= 0.8x (linear)",
+        )
+    )
+
     n_pkg = min(n_seed, 200_000)
     pkg_file = ensure(data / f"seed-{n_pkg}.tfrecord", lambda p: write_seed(p, n_pkg))
     n, secs = child(TFRECORD_CHILD, str(pkg_file))

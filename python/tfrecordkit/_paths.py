@@ -115,9 +115,12 @@ def remove(path: str | None) -> None:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
+def atomic_write(
+    path: str, mode: str = "w", *, replace: bool = True, **kwargs: Any
+) -> Iterator[IO[Any]]:
     """Opens a temporary file beside ``path`` that replaces ``path`` once written and
-    synced; on an exception it is removed and ``path`` is left as it was.
+    synced; on an exception it is removed and ``path`` is left as it was. Without
+    ``replace`` an existing ``path`` is never replaced: ``FileExistsError`` instead.
 
     >>> with atomic_write("out/labels.txt") as f:  # doctest: +SKIP
     ...     f.write("cat\\n")
@@ -130,7 +133,17 @@ def atomic_write(path: str, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(temp, path)
+        if replace:
+            os.replace(temp, path)
+        else:
+            _no_replace(temp, path)
     except BaseException:
         remove(temp)
         raise
+
+
+def _no_replace(temp: str, path: str) -> None:
+    """Moves ``temp`` to ``path`` unless ``path`` exists, atomically: a hard link, which
+    fails on an existing name, then the temporary's removal."""
+    os.link(temp, path)
+    os.remove(temp)

@@ -92,4 +92,4 @@ def encode_examples(columns: Any, schema: Mapping[str, Any] | None = None) -> li
     [b'b']
     """
     table = as_table(columns, schema)
-    return _core.encode_columns(table.names, table.native(), table.rows)
+    return _core.encode_columns(table.native())

@@ -124,8 +124,9 @@ class Manifest:
         with open(path, encoding="utf-8") as f:
             return cls.from_dict(json.load(f), path)
 
-    def save(self) -> None:
-        """Writes the manifest to :attr:`path`, atomically."""
-        with atomic_write(self.path) as f:
+    def save(self, *, replace: bool = True) -> None:
+        """Writes the manifest to :attr:`path`, atomically. Without ``replace``, an
+        existing manifest (another writer's) raises ``FileExistsError`` and stays."""
+        with atomic_write(self.path, replace=replace) as f:
             json.dump(self.to_dict(), f, indent=1)
             f.write("\n")

@@ -300,7 +300,7 @@ class RecordWriter:
         native = table.native()
         for start in range(0, table.rows, chunk_rows):
             end = min(start + chunk_rows, table.rows)
-            self._w.write_columns(table.names, native, table.rows, start, end)
+            self._w.write_columns(native, start, end)
         return table.rows
 
     def flush(self) -> None:

@@ -307,10 +307,17 @@ def write_dataset(
         index=index,
         path=manifest_path(prefix),
     )
-    manifest.save()
-    keep = {os.path.abspath(p) for p in manifest.files}
+    files = set(manifest.files)
     if index:
-        keep |= {index_sidecar(p, compression) for p in keep}
+        files |= {index_sidecar(p, compression) for p in files}
+    try:
+        manifest.save(replace=overwrite)
+    except FileExistsError:
+        # Another writer finished a dataset at this prefix meanwhile: it stays whole.
+        for path in files:
+            remove(path)
+        raise
+    keep = {os.path.abspath(p) for p in files}
     keep.add(os.path.abspath(manifest.path))
     for stale in previous:
         if os.path.abspath(stale) not in keep:
@@ -331,7 +338,7 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
         bounds = [table.rows * k // n for k in range(n + 1)]
     else:
         # Contiguous runs of about equal bytes.
-        sizes = _core.framed_row_sizes(table.names, native, table.rows)
+        sizes = _core.framed_row_sizes(native)
         cumulative = np.cumsum(sizes, dtype=np.uint64)
         total = int(cumulative[-1]) if table.rows else 0
         n = min(_plan_shards(total, None, max_bytes, hosts), max(1, table.rows))
@@ -352,7 +359,7 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
         start, end = bounds[k], bounds[k + 1]
         for a in range(start, end, _CHUNK_ROWS):
             b = min(a + _CHUNK_ROWS, end)
-            w.write_columns(table.names, native, table.rows, a, b, within)
+            w.write_columns(native, a, b, within)
             bar.update(b - a)
         return shards.finish(w)
 

@@ -153,3 +153,46 @@ def test_workers_with_byte_limit_and_arrow(tmp_path, ds):
         b"".join(Path(f).read_bytes() for f in m1.files)
         == (tmp_path / "single.tfrecord").read_bytes()
     )
+
+
+@pytest.mark.parametrize("loser_shards", [2, 3])
+def test_a_writer_that_loses_a_race_raises_and_leaves_the_winner_whole(tmp_path, loser_shards):
+    prefix = str(tmp_path / "train")
+
+    def rows():
+        for i in range(100):
+            if i == 50:
+                # Another writer finishes a dataset at the same prefix meanwhile.
+                tfr.write_dataset({"x": np.arange(7)}, prefix, num_shards=2, progress=False)
+            yield {"x": 1000 + i}
+
+    with pytest.raises(FileExistsError):
+        tfr.write_dataset(rows(), prefix, num_shards=loser_shards, progress=False)
+    manifest = tfr.Manifest.load(prefix)
+    assert manifest.records == 7
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(
+        [s.file for s in manifest.shards]
+        + [s.file + ".idx" for s in manifest.shards]
+        + ["train.manifest.json"]
+    )
+    got = [int(tfr.decode_example(r)["x"][0]) for r in tfr.read_records(manifest.files)]
+    assert got == list(range(7))
+
+
+def test_commit_never_replaces_an_existing_file(tmp_path):
+    from tfrecordkit import _core
+
+    target = tmp_path / "final.tfrecord"
+    target.write_bytes(b"theirs")
+    with tfr.RecordWriter(tmp_path / "mine.tfrecord") as w:
+        w.write(b"mine")
+    temp = tmp_path / ".mine"
+    (tmp_path / "mine.tfrecord").rename(temp)
+    with pytest.raises(FileExistsError):
+        _core.commit_shard(str(temp), str(target))
+    assert target.read_bytes() == b"theirs"
+    assert not temp.exists()  # a failed commit removes its own file
+    (tmp_path / "again").write_bytes(b"x")
+    _core.commit_shard(str(tmp_path / "again"), str(target), replace=True)
+    assert target.read_bytes() == b"x"

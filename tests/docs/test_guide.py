@@ -26,6 +26,7 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
         exec(compile(block, f"{GUIDE.name}[block {i}]", "exec"), namespace)
     out = capsys.readouterr().out
     assert "['feature0', 'feature1', 'feature2', 'feature3']" in out
+    assert "ElementSpec(shape=(None,), dtype='int64', ragged=False)" in out
     assert (tmp_path / "test.tfrecord").exists()
 
 

@@ -13,7 +13,7 @@ use tfrecordkit_core::{
 use crate::convert::bytes_like;
 use crate::errors::IntoPyResult;
 use crate::parse::{parsed_to_py, CompiledSchema, ParsedPy};
-use crate::table::with_table;
+use crate::table::Table;
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
     Compression::parse(name).py_err(py)
@@ -168,22 +168,18 @@ impl RecordWriter {
     }
 
     /// Encodes rows `start..end` of a table as Examples and writes them; returns how many.
-    /// `columns` are as `tfrecordkit.example.table_columns` prepares them.
-    #[pyo3(signature = (names, columns, n_rows, start=0, end=None, parallel=true))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (table, start=0, end=None, parallel=true))]
     fn write_columns(
         &mut self,
         py: Python<'_>,
-        names: Vec<String>,
-        columns: Vec<Bound<'_, PyAny>>,
-        n_rows: usize,
+        table: &Table,
         start: usize,
         end: Option<usize>,
         parallel: bool,
     ) -> PyResult<usize> {
-        let end = end.unwrap_or(n_rows).min(n_rows);
+        let end = end.unwrap_or(table.rows()).min(table.rows());
         let start = start.min(end);
-        with_table(py, &names, &columns, n_rows, |refs, cols| {
+        table.with_refs(py, |refs, cols| {
             let inner = &mut self.inner;
             py.detach(|| {
                 for chunk in frame_table(refs, cols, start..end, parallel) {

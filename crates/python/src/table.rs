@@ -1,8 +1,9 @@
-//! Tables of columns from Python (as `tfrecordkit.example.table_columns` prepares them),
+//! Tables of columns from Python (as `tfrecordkit.table` prepares them), checked once and
 //! borrowed as core column views.
 
-use numpy::PyUntypedArrayMethods;
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -10,116 +11,202 @@ use tfrecordkit_core::columns::{check_table, encode_row, framed_sizes, ColumnRef
 
 use crate::errors::IntoPyResult;
 
-enum Held<'py> {
-    Int(PyReadonlyArray1<'py, i64>),
-    Float(PyReadonlyArray1<'py, f32>),
-    /// Fixed-width bytes: rows of uint8, trailing NULs dropped.
-    Fixed(PyReadonlyArray2<'py, u8>),
-    Bytes(Vec<Bound<'py, PyBytes>>),
+/// A column's values, held so that every later use borrows them in O(1).
+enum Stored {
+    Int(Py<PyArray1<i64>>, usize),
+    Float(Py<PyArray1<f32>>, usize),
+    /// Bytes values: the objects, kept alive, and views of their (immutable) buffers.
+    Bytes {
+        _owners: Vec<Py<PyBytes>>,
+        views: Vec<&'static [u8]>,
+    },
+    /// Fixed-width bytes copied out of a 2-D uint8 array, trailing NULs dropped, and
+    /// views into that copy.
+    Copied {
+        _data: Vec<u8>,
+        views: Vec<&'static [u8]>,
+    },
 }
 
-struct Column<'py> {
-    values: Held<'py>,
+struct StoredColumn {
+    values: Stored,
     width: usize,
-    offsets: Option<PyReadonlyArray1<'py, i64>>,
-    mask: Option<PyReadonlyArray1<'py, u8>>,
+    offsets: Option<Vec<i64>>,
+    mask: Option<Vec<u8>>,
 }
 
 /// Each column is a tuple `(values, width, offsets, mask)`: `values` a 1-D int64 or float32
 /// array, a 2-D uint8 array of fixed-width bytes, or a list of bytes; `width` the number of
 /// values per row when `offsets` (int64 row boundaries) is None; `mask` uint8 (0 = null).
-fn hold<'py>(col: &Bound<'py, PyAny>) -> PyResult<Column<'py>> {
+fn store(col: &Bound<'_, PyAny>) -> PyResult<StoredColumn> {
     let t = col.cast::<PyTuple>()?;
     let values = t.get_item(0)?;
     let width: usize = t.get_item(1)?.extract()?;
-    let offsets: Option<Bound<'py, PyArray1<i64>>> = t.get_item(2)?.extract()?;
-    let mask: Option<Bound<'py, PyArray1<u8>>> = t.get_item(3)?.extract()?;
+    let offsets: Option<PyReadonlyArray1<'_, i64>> = t.get_item(2)?.extract()?;
+    let mask: Option<PyReadonlyArray1<'_, u8>> = t.get_item(3)?.extract()?;
     let values = if let Ok(a) = values.cast::<PyArray1<i64>>() {
-        Held::Int(a.readonly())
+        Stored::Int(a.clone().unbind(), a.len())
     } else if let Ok(a) = values.cast::<PyArray1<f32>>() {
-        Held::Float(a.readonly())
+        Stored::Float(a.clone().unbind(), a.len())
     } else if let Ok(a) = values.cast::<PyArray2<u8>>() {
-        Held::Fixed(a.readonly())
+        let a: PyReadonlyArray2<'_, u8> = a.readonly();
+        let width = a.shape()[1];
+        let data = a.as_slice()?.to_vec();
+        let mut bounds = Vec::with_capacity(a.shape()[0]);
+        for r in 0..a.shape()[0] {
+            let row = &data[r * width..(r + 1) * width];
+            // NumPy drops trailing NUL bytes of "S" values; so do we.
+            let len = row.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+            bounds.push((r * width, len));
+        }
+        // SAFETY: the views point into `data`'s heap buffer, which is never written or
+        // reallocated again and lives in the same `Stored` as the views.
+        let views = bounds
+            .into_iter()
+            .map(|(at, len)| unsafe { std::slice::from_raw_parts(data.as_ptr().add(at), len) })
+            .collect();
+        Stored::Copied { _data: data, views }
     } else if let Ok(list) = values.cast::<PyList>() {
-        let items = list
+        let owners = list
             .iter()
-            .map(|item| item.cast_into::<PyBytes>().map_err(PyErr::from))
+            .map(|item| {
+                item.cast_into::<PyBytes>()
+                    .map(Bound::unbind)
+                    .map_err(PyErr::from)
+            })
             .collect::<PyResult<Vec<_>>>()?;
-        Held::Bytes(items)
+        // SAFETY: a bytes object's buffer is immutable and lives inside the object, which
+        // `_owners` keeps alive for as long as the views exist.
+        let views = owners
+            .iter()
+            .map(|b| {
+                let v = b.bind(list.py()).as_bytes();
+                unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) }
+            })
+            .collect();
+        Stored::Bytes {
+            _owners: owners,
+            views,
+        }
     } else {
         return Err(PyTypeError::new_err("unsupported column values"));
     };
-    Ok(Column {
+    Ok(StoredColumn {
         values,
         width,
-        offsets: offsets.map(|o| o.readonly()),
-        mask: mask.map(|m| m.readonly()),
+        offsets: offsets
+            .map(|o| o.as_slice().map(<[i64]>::to_vec))
+            .transpose()?,
+        mask: mask.map(|m| m.as_slice().map(<[u8]>::to_vec)).transpose()?,
     })
 }
 
-/// Borrows the Python columns as checked core column views for the duration of `f`.
-pub fn with_table<'py, R>(
-    py: Python<'py>,
-    names: &[String],
-    columns: &[Bound<'py, PyAny>],
+/// A table of columns, checked once: writers borrow it chunk after chunk in O(1) per
+/// chunk, so writing is linear in the rows.
+#[pyclass(module = "tfrecordkit._core", frozen)]
+pub struct Table {
+    names: Vec<String>,
+    columns: Vec<StoredColumn>,
     n_rows: usize,
-    f: impl FnOnce(&[&str], &[ColumnRef<'_>]) -> PyResult<R>,
-) -> PyResult<R> {
-    let held = columns.iter().map(hold).collect::<PyResult<Vec<_>>>()?;
-    let byte_values: Vec<Vec<&[u8]>> = held
-        .iter()
-        .map(|c| match &c.values {
-            Held::Bytes(v) => Ok(v.iter().map(|b| b.as_bytes()).collect()),
-            Held::Fixed(a) => {
-                let width = a.shape()[1];
-                let data = a.as_slice()?;
-                // NumPy drops trailing NUL bytes of "S" values; so do we.
-                Ok((0..a.shape()[0])
-                    .map(|r| {
-                        let row = &data[r * width..(r + 1) * width];
-                        let len = row.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                        &row[..len]
-                    })
-                    .collect())
-            }
-            _ => Ok(Vec::new()),
-        })
-        .collect::<PyResult<_>>()?;
-    let mut refs = Vec::with_capacity(held.len());
-    for (c, bytes) in held.iter().zip(&byte_values) {
-        let values = match &c.values {
-            Held::Int(a) => Values::Int64(a.as_slice()?),
-            Held::Float(a) => Values::Float32(a.as_slice()?),
-            Held::Fixed(_) | Held::Bytes(_) => Values::Bytes(bytes),
+}
+
+#[pymethods]
+impl Table {
+    /// `columns` as `tfrecordkit.table.Table.native` prepares them (see `store`).
+    #[new]
+    fn new(
+        py: Python<'_>,
+        names: Vec<String>,
+        columns: Vec<Bound<'_, PyAny>>,
+        n_rows: usize,
+    ) -> PyResult<Self> {
+        if names.len() != columns.len() {
+            return Err(PyTypeError::new_err("one name per column"));
+        }
+        let columns = columns.iter().map(store).collect::<PyResult<Vec<_>>>()?;
+        let table = Table {
+            names,
+            columns,
+            n_rows,
         };
-        let rows = match &c.offsets {
-            Some(o) => Rows::Ragged(o.as_slice()?),
-            None => Rows::Fixed(c.width),
-        };
-        let valid = match &c.mask {
-            Some(m) => Some(m.as_slice()?),
-            None => None,
-        };
-        refs.push(ColumnRef {
-            values,
-            rows,
-            valid,
-        });
+        table.with_refs(py, |names, refs| {
+            check_table(names, refs, n_rows).py_err(py)
+        })?;
+        Ok(table)
     }
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    check_table(&names, &refs, n_rows).py_err(py)?;
-    f(&names, &refs)
+
+    #[getter]
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+}
+
+impl Table {
+    pub fn rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Calls `f` with the table's columns as core column views.
+    pub fn with_refs<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&[&str], &[ColumnRef<'_>]) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let ints: Vec<Option<PyReadonlyArray1<'_, i64>>> = self
+            .columns
+            .iter()
+            .map(|c| match &c.values {
+                Stored::Int(a, _) => Some(a.bind(py).readonly()),
+                _ => None,
+            })
+            .collect();
+        let floats: Vec<Option<PyReadonlyArray1<'_, f32>>> = self
+            .columns
+            .iter()
+            .map(|c| match &c.values {
+                Stored::Float(a, _) => Some(a.bind(py).readonly()),
+                _ => None,
+            })
+            .collect();
+        let mut refs = Vec::with_capacity(self.columns.len());
+        for (i, c) in self.columns.iter().enumerate() {
+            let values = match (&c.values, &ints[i], &floats[i]) {
+                (Stored::Int(_, n), Some(a), _) => Values::Int64(same_len(a.as_slice()?, *n)?),
+                (Stored::Float(_, n), _, Some(a)) => Values::Float32(same_len(a.as_slice()?, *n)?),
+                (Stored::Bytes { views, .. } | Stored::Copied { views, .. }, _, _) => {
+                    Values::Bytes(views)
+                }
+                _ => unreachable!("numeric columns are borrowed above"),
+            };
+            refs.push(ColumnRef {
+                values,
+                rows: match &c.offsets {
+                    Some(o) => Rows::Ragged(o),
+                    None => Rows::Fixed(c.width),
+                },
+                valid: c.mask.as_deref(),
+            });
+        }
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        f(&names, &refs)
+    }
+}
+
+/// `values`, unless the array was resized since the table was checked.
+fn same_len<T>(values: &[T], checked: usize) -> PyResult<&[T]> {
+    if values.len() != checked {
+        return Err(PyTypeError::new_err(
+            "a column changed length after the table was made",
+        ));
+    }
+    Ok(values)
 }
 
 /// Encodes a table as serialized Examples (unframed), one bytes object per row.
 #[pyfunction]
-pub fn encode_columns<'py>(
-    py: Python<'py>,
-    names: Vec<String>,
-    columns: Vec<Bound<'py, PyAny>>,
-    n_rows: usize,
-) -> PyResult<Bound<'py, PyList>> {
-    with_table(py, &names, &columns, n_rows, |names, cols| {
+pub fn encode_columns<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyList>> {
+    let n_rows = table.rows();
+    table.with_refs(py, |names, cols| {
         PyList::new(
             py,
             (0..n_rows).map(|i| PyBytes::new(py, &encode_row(names, cols, i))),
@@ -131,12 +218,9 @@ pub fn encode_columns<'py>(
 #[pyfunction]
 pub fn framed_row_sizes<'py>(
     py: Python<'py>,
-    names: Vec<String>,
-    columns: Vec<Bound<'py, PyAny>>,
-    n_rows: usize,
+    table: &Table,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
-    let sizes = with_table(py, &names, &columns, n_rows, |names, cols| {
-        Ok(framed_sizes(names, cols, n_rows))
-    })?;
+    let n_rows = table.rows();
+    let sizes = table.with_refs(py, |names, cols| Ok(framed_sizes(names, cols, n_rows)))?;
     Ok(PyArray1::from_vec(py, sizes))
 }
