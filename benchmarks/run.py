@@ -800,7 +800,7 @@ def write_doc(out: Path, rows: list[Row], notes: list[str], tf_version: str, rep
         "1/8-scaled decode of a 1920x1280 JPEG (10.2 ms) is no faster than zune-jpeg's full",
         "decode (10.6 ms), as entropy decoding dominates. Beside the best figures, the image rows",
         "give the ratios within each round, whose runs are seconds apart: TensorFlow's image",
-        "pipeline alone has run at anywhere from 1,150 to 1,770 images/s on this machine.",
+        "pipeline alone has run at anywhere from 1,150 to 1,770 images/s on one 2-core host.",
         "",
         "## Running it",
         "",
