@@ -20,6 +20,7 @@ from .errors import (
     ExampleDecodeError,
     ImageDecodeError,
     SchemaError,
+    SidecarSkippedWarning,
     TFRecordError,
     TruncatedRecordError,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "SchemaError",
     "SchemaGuess",
     "ShardInfo",
+    "SidecarSkippedWarning",
     "TFRecordError",
     "TruncatedRecordError",
     "VarLen",

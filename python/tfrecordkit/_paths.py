@@ -1,6 +1,6 @@
 """Paths and URLs: globbing, fsspec, sidecar filtering and atomic local writes.
 
-A leaf of the package: it imports nothing of tfrecordkit.
+A leaf of the package: it imports nothing of tfrecordkit but its errors.
 """
 
 from __future__ import annotations
@@ -8,15 +8,20 @@ from __future__ import annotations
 import contextlib
 import glob as _glob
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
+
+from .errors import SidecarSkippedWarning
 
 PathLike = str | os.PathLike[str]
 Paths = PathLike | Sequence[PathLike]
 
 GLOB_CHARS = frozenset("*?[")
-#: Files written beside shards that a glob over the shards never means.
+#: Files written beside shards, never read as data.
 SIDECAR_SUFFIXES = (".idx", ".gzi", ".manifest.json")
+#: Files ``convert`` writes beside its splits, never read as data.
+SIDECAR_NAMES = frozenset({"schema.json", "summary.json", "discarded.csv", "labels.txt"})
 
 
 def is_url(path: str) -> bool:
@@ -26,8 +31,9 @@ def is_url(path: str) -> bool:
 
 
 def is_sidecar(path: str) -> bool:
-    """Whether ``path`` is an index sidecar or a manifest, never a TFRecord file."""
-    return path.endswith(SIDECAR_SUFFIXES)
+    """Whether ``path`` is a file written beside the data (an index sidecar, a manifest,
+    ``convert``'s side files), never a TFRecord file."""
+    return path.endswith(SIDECAR_SUFFIXES) or os.path.basename(path) in SIDECAR_NAMES
 
 
 def _items(paths: Paths) -> list[str]:
@@ -44,12 +50,27 @@ def _items(paths: Paths) -> list[str]:
 def expand_paths(paths: Paths, *, urls: bool = False) -> list[str]:
     """Turns a path, a glob pattern, or a list of either into a list of existing files.
 
-    Globs expand in sorted order, leaving out index sidecars and dataset manifests. A
-    path or pattern that matches nothing raises ``FileNotFoundError``. With ``urls=True``,
-    fsspec URLs (and URL globs) are expanded through their filesystem too.
+    Globs expand in sorted order. Sidecars (index files, manifests, ``convert``'s side
+    files) are left out: silently from a glob, with a :class:`SidecarSkippedWarning` when
+    named, as a shell glob names them. A path or pattern that matches nothing raises
+    ``FileNotFoundError``. With ``urls=True``, fsspec URLs (and URL globs) are expanded
+    through their filesystem too.
     """
     out: list[str] = []
-    for p in _items(paths):
+    items = _items(paths)
+    skipped = [p for p in items if is_sidecar(p) and not GLOB_CHARS & set(p)]
+    if skipped:
+        items = [p for p in items if p not in skipped]
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        shown = ", ".join(skipped[:3]) + more
+        if not items:
+            raise FileNotFoundError(2, "no data files, only sidecars", shown)
+        warnings.warn(
+            f"skipped {len(skipped)} sidecar file(s), not TFRecord data: {shown}",
+            SidecarSkippedWarning,
+            stacklevel=2,
+        )
+    for p in items:
         if urls and is_url(p):
             out.extend(_expand_url(p))
         elif GLOB_CHARS & set(p) and not os.path.exists(p):

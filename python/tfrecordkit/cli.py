@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -61,6 +62,12 @@ def _fail(message: str) -> None:
 @click.version_option(package_name="tfrecordkit")
 def main() -> None:
     """Read, write, inspect and check TFRecord files without TensorFlow."""
+    # Warnings (sidecars left out, damage skipped) are notes on stderr, one line each.
+    warnings.showwarning = _note
+
+
+def _note(message: Warning | str, *_: Any, **__: Any) -> None:
+    click.echo(f"note: {message}", err=True)
 
 
 @main.command()

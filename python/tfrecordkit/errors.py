@@ -19,6 +19,7 @@ __all__ = [
     "ExampleDecodeError",
     "ImageDecodeError",
     "SchemaError",
+    "SidecarSkippedWarning",
     "TFRecordError",
     "TruncatedRecordError",
 ]
@@ -92,3 +93,8 @@ class ImageDecodeError(TFRecordError, ValueError):
 
 class DataLossWarning(UserWarning):
     """Damage skipped by ``on_error="warn"``."""
+
+
+class SidecarSkippedWarning(UserWarning):
+    """Files beside the data (``.idx`` / ``.gzi`` indexes, manifests, ``schema.json``,
+    ``discarded.csv``...) were handed to a reader, as a shell glob does, and left out."""

@@ -120,7 +120,7 @@ def test_the_cycle_finder_finds_cycles():
 
 LEAVES = {
     "tfrecordkit.errors": set(),
-    "tfrecordkit._paths": set(),
+    "tfrecordkit._paths": {"tfrecordkit.errors"},
     "tfrecordkit._policy": {"tfrecordkit.errors"},
     "tfrecordkit.reports": {"tfrecordkit.errors"},
     "tfrecordkit.schema": {"tfrecordkit.errors", "tfrecordkit._core"},
