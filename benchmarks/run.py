@@ -274,6 +274,32 @@ def write_image_shards(prefix: Path, n: int, shards: int = 8) -> None:
     tfr.write_dataset(columns, str(prefix), num_shards=shards, progress=False)
 
 
+def write_convert_table(directory: Path, rows: int, images: int = 1000) -> Path:
+    """A CSV of ``rows`` rows of ``split,image_uri,label`` over ``images`` JPEG files of
+    about 50 KB (500x375 crops of the photographs), cycling through them, as convert reads
+    a table of ImageNet's kind."""
+    from PIL import Image
+
+    pictures = directory / "images"
+    if not (pictures / f"{images - 1}.jpg").exists():
+        pictures.mkdir(parents=True, exist_ok=True)
+        photos = photographs()
+        for i in range(images):
+            photo = photos[i % len(photos)]
+            h, w = min(375, photo.shape[0]), min(500, photo.shape[1])
+            y = (i * 7) % (photo.shape[0] - h + 1)
+            x = (i * 13) % (photo.shape[1] - w + 1)
+            Image.fromarray(photo[y : y + h, x : x + w]).save(pictures / f"{i}.jpg", quality=90)
+    table = directory / f"table-{rows}.csv"
+    if not table.exists():
+        with open(table, "w") as f:
+            f.write("split,image_uri,label\n")
+            for i in range(rows):
+                split = ("TRAIN",) * 8 + ("VALIDATION", "TEST")
+                f.write(f"{split[i % 10]},{pictures / f'{i % images}.jpg'},class{i // 10 % 10}\n")
+    return table
+
+
 def tf_image_pipeline(tf, pattern: str) -> Callable[[], int]:
     """The seed's ImageNet pipeline: parse, decode_jpeg, cast / 255, resize 224, batch 128."""
     desc = {
@@ -390,6 +416,15 @@ RSS_CHILD = textwrap.dedent(
     # VmHWM belongs to this process image; ru_maxrss would include the parent's before exec.
     status = open("/proc/self/status").read().split("VmHWM:")[1].split()
     print(n, int(status[0]) * 1024)
+    """
+)
+
+CONVERT_CHILD = textwrap.dedent(
+    """
+    import sys, tfrecordkit as tfr
+    summary = tfr.convert(sys.argv[1], sys.argv[2], progress=False, overwrite=True)
+    status = open("/proc/self/status").read().split("VmHWM:")[1].split()
+    print(sum(summary.rows.values()), int(status[0]) * 1024)
     """
 )
 
@@ -735,9 +770,32 @@ def main() -> None:
         " (goal < 300 MB)."
     )
 
+    # convert's peak memory at two table sizes: the same when it streams.
+    peaks = {}
+    for n_rows in (6_000 // scale, 24_000 // scale):
+        table = write_convert_table(data / "convert", n_rows)
+        jpeg_bytes = sum(
+            (data / "convert" / "images" / f"{i}.jpg").stat().st_size
+            for i in range(min(n_rows, 1000))
+        ) * (n_rows / min(n_rows, 1000))
+        n, rss = child(CONVERT_CHILD, str(table), str(data / "convert" / "out"))
+        assert int(n) == n_rows
+        peaks[n_rows] = (int(rss) / 2**20, jpeg_bytes / 1e9)
+        print(
+            f"  convert {n_rows:,} rows ({jpeg_bytes / 1e9:.2f} GB of JPEGs): peak RSS "
+            f"{peaks[n_rows][0]:.0f} MiB"
+        )
+    (small, (rss_small, gb_small)), (large, (rss_large, gb_large)) = sorted(peaks.items())
+    convert_line = (
+        f"`convert` peak RSS: **{rss_large:.0f} MiB** for {large:,} rows ({gb_large:.1f} GB of "
+        f"JPEGs), **{rss_small:.0f} MiB** for {small:,} rows ({gb_small:.2f} GB): "
+        f"x{rss_large / rss_small:.2f} at 4x the rows (goal < 500 MB, the same within 20%)."
+    )
+
     if args.quick:
         return
-    write_doc(Path(args.out), rows, [rss_line, "", *extra_lines], tf.__version__, rep)
+    notes = [rss_line, "", convert_line, "", *extra_lines]
+    write_doc(Path(args.out), rows, notes, tf.__version__, rep)
 
 
 def write_doc(out: Path, rows: list[Row], notes: list[str], tf_version: str, rep: int) -> None:

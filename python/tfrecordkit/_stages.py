@@ -15,7 +15,7 @@ import pickle
 import queue
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -98,22 +98,31 @@ def repeat(
             return
 
 
+def ordered_map(
+    fn: Callable[[Any], Any], items: Iterable[Any], workers: int
+) -> Iterator[tuple[Any, Any]]:
+    """``(item, fn(item))`` in order, ``fn`` running on ``workers`` threads with at most
+    ``2 * workers`` items in flight, so that memory stays flat however many items come."""
+    with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-map") as pool:
+        pending: deque[tuple[Any, Any]] = deque()
+        for item in items:
+            pending.append((item, pool.submit(fn, item)))
+            if len(pending) >= 2 * workers:
+                item, done = pending.popleft()
+                yield item, done.result()
+        while pending:
+            item, done = pending.popleft()
+            yield item, done.result()
+
+
 def map_pairs(it: Iterator[Pair], fn: Callable[[Any], Any], parallel: int | None) -> Iterator[Pair]:
     if parallel is None or parallel == 1:
         for key, x in it:
             yield key, fn(x)
         return
     workers = cpus() if parallel == AUTOTUNE else parallel
-    with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-map") as pool:
-        pending: deque[tuple[Any, Any]] = deque()
-        for key, x in it:
-            pending.append((key, pool.submit(fn, x)))
-            if len(pending) >= 2 * workers:
-                key, done = pending.popleft()
-                yield key, done.result()
-        while pending:
-            key, done = pending.popleft()
-            yield key, done.result()
+    for (key, _), y in ordered_map(lambda pair: fn(pair[1]), it, workers):
+        yield key, y
 
 
 def filter_pairs(it: Iterator[Pair], predicate: Callable[[Any], Any]) -> Iterator[Pair]:

@@ -52,6 +52,10 @@ _MIN_SHARD_BYTES = 1 << 20
 _CHUNK_ROWS = 65_536
 # Rows of an iterable of dicts looked at to describe its schema in the manifest.
 _INFER_ROWS = 1000
+#: An item of a sized iterable that turned out to hold nothing: it keeps its place in the
+#: contiguous runs that ``num_shards`` cuts, and writes no record (conversion yields it for
+#: a row whose image would not load).
+SKIPPED = object()
 
 
 def parse_size(size: int | str) -> int:
@@ -68,17 +72,17 @@ def parse_size(size: int | str) -> int:
     return value
 
 
-class _Progress:
-    """A tqdm bar on stderr when asked for and available, else nothing."""
+class Progress:
+    """A tqdm bar on stderr when asked for and on a terminal, else nothing."""
 
-    def __init__(self, enabled: bool, total: int | None, desc: str) -> None:
+    def __init__(self, enabled: bool, total: int | None, desc: str, unit: str = "rows") -> None:
         self.bar = None
         if enabled:
             try:
                 from tqdm.auto import tqdm
             except ImportError:  # pragma: no cover - tqdm is a dependency
                 return
-            self.bar = tqdm(total=total, desc=desc, unit=" rows", disable=None, leave=False)
+            self.bar = tqdm(total=total, desc=desc, unit=f" {unit}", disable=None, leave=False)
 
     def update(self, n: int) -> None:
         if self.bar is not None:
@@ -352,7 +356,7 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
     # Shards are written side by side; a shard's rows are split across threads only when
     # there are fewer shards than threads to keep busy.
     within = workers < threads
-    bar = _Progress(progress, table.rows, "writing")
+    bar = Progress(progress, table.rows, "writing")
 
     def write(k: int) -> dict[str, Any]:
         w = shards.new(k)
@@ -383,14 +387,17 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
             "or choose num_shards"
         )
     total = len(data) if hasattr(data, "__len__") else None
-    bar = _Progress(progress, total, "writing")
+    bar = Progress(progress, total, "writing")
     guess: SchemaGuess | None = SchemaGuess()
     kinds: set[str] = set()
     rows = 0
 
-    def records() -> Iterator[bytes]:
+    def records() -> Iterator[Any]:
         nonlocal rows, guess
         for item in data:
+            if item is SKIPPED:
+                yield item
+                continue
             if isinstance(item, (bytes, bytearray, memoryview)):
                 kinds.add("bytes")
                 record = bytes(item)
@@ -414,11 +421,11 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
     infos: list[dict[str, Any]] = []
     try:
         if total is not None and (num_shards is not None or hosts is not None):
-            stream: Iterator[bytes] = records()
+            stream: Iterator[Any] = records()
             if num_shards is None:
                 # Enough shards for the hosts needs the size: the collection is in memory
                 # already, so its records can be too.
-                held = list(stream)
+                held = [r for r in stream if r is not SKIPPED]
                 size = sum(len(r) + 16 for r in held)
                 num_shards = _plan_shards(size, None, max_bytes, hosts)
                 num_shards = min(num_shards, max(1, len(held)))
@@ -432,18 +439,22 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
                     record = next(stream, None)
                     if record is None:
                         raise ValueError("the data yielded fewer items than its len() said")
-                    w.write(record)
+                    if record is not SKIPPED:
+                        w.write(record)
                 infos.append(shards.finish(w))
             for _ in stream:
                 raise ValueError("the data yielded more items than its len() said")
         elif num_shards is not None:
             writers = [shards.new(k) for k in range(_plan_shards(0, num_shards, max_bytes, None))]
-            for i, record in enumerate(records()):
+            written = (r for r in records() if r is not SKIPPED)
+            for i, record in enumerate(written):
                 writers[i % len(writers)].write(record)
             infos = [shards.finish(w) for w in writers]
         else:
             w, filled = None, 0
             for record in records():
+                if record is SKIPPED:
+                    continue
                 if w is None or filled >= max_bytes:
                     if w is not None:
                         infos.append(shards.finish(w))

@@ -152,3 +152,32 @@ def test_load_reads_a_split_back_through_a_pipeline(table, tmp_path):
         tfr.load(out, "holdout")
     with pytest.raises(FileNotFoundError, match=r"schema\.json"):
         tfr.load(tmp_path, "train")
+
+
+def test_rows_that_fail_keep_the_contiguous_shard_layout(tmp_path, helpers):
+    images = helpers.make_images(tmp_path, 6)
+    rows = [{"split": "train", "image_uri": str(p), "label": "a"} for p in images]
+    rows[1]["image_uri"] = str(tmp_path / "missing.png")
+    rows.insert(3, {"split": "test", "image_uri": str(images[0]), "label": "a"})
+    helpers.write_csv(tmp_path / "t.csv", rows)
+    summary = tfr.convert(tmp_path / "t.csv", tmp_path / "o", num_shards=2, progress=False)
+    assert summary.rows == {"TRAIN": 5, "TEST": 1} and summary.discarded == 1
+    # Train rows 0-2 go to the first shard and 3-5 to the second, as if all had loaded.
+    shards = sorted((tmp_path / "o").glob("train-*-of-00002.tfrecord"))
+    got = [[tfr.decode_example(r)["image"][0] for r in tfr.read_records(str(s))] for s in shards]
+    assert got == [
+        [images[0].read_bytes(), images[2].read_bytes()],
+        [p.read_bytes() for p in images[3:]],
+    ]
+
+
+def test_a_split_whose_rows_all_fail_is_not_written(tmp_path, helpers):
+    images = helpers.make_images(tmp_path, 2)
+    rows = [
+        {"split": "train", "image_uri": str(images[0]), "label": "a"},
+        {"split": "test", "image_uri": str(tmp_path / "missing.png"), "label": "a"},
+    ]
+    helpers.write_csv(tmp_path / "t.csv", rows)
+    summary = tfr.convert(tmp_path / "t.csv", tmp_path / "o", progress=False)
+    assert summary.rows == {"TRAIN": 1} and summary.discarded == 1
+    assert not list((tmp_path / "o").glob("test*"))

@@ -51,6 +51,8 @@ def convert(
     TRAIN (sorted; ``label_text`` keeps the string) saved as ``labels.txt``; a label unseen in
     TRAIN discards its row. Writes ``{train,validation,test}-SSSSS-of-NNNNN.tfrecord`` with
     manifests, ``schema.json`` and ``discarded.csv`` into ``output_dir``; returns a summary.
+    The table is streamed and images are loaded a few at a time, so memory does not grow
+    with the number of rows; ``progress`` shows a bar over the rows on a terminal.
 
     ``runner`` is ``"local"`` (threads on this machine) or the name of an Apache Beam runner
     (``"DirectRunner"``, ``"DataflowRunner"``, ``"FlinkRunner"``...): the same Examples are
@@ -68,7 +70,7 @@ def convert(
     roles = check_roles(schema, columns)
     by_role = {role: col for col, role in roles.items() if role in ("split", "image_uri", "label")}
     job = Job(
-        rows=list(rows),
+        rows=rows,
         columns=columns,
         roles=roles,
         by_role=by_role,

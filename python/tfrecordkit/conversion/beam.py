@@ -79,7 +79,9 @@ def _csv_line(entry: dict[str, Any], columns: list[str]) -> str:
 
 
 def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -> ConversionSummary:
-    rows, columns, roles, by_role = job.rows, job.columns, job.roles, job.by_role
+    columns, roles, by_role = job.columns, job.roles, job.by_role
+    # The launcher hands the table's rows (not their images) to Beam.
+    rows = list(job.rows())
     output_dir, compression = job.output_dir, job.compression
     if compression not in (None, "gzip"):
         raise ValueError('Beam conversion writes compression=None or "gzip"')

@@ -6,18 +6,20 @@ from __future__ import annotations
 import io
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from .._paths import atomic_write
+from .._paths import atomic_write, remove
+from .._stages import ordered_map
 from ..dataset import Dataset
 from ..example import decode_example
 from ..manifest import Manifest, manifest_path
 from ..records import read_records
 from ..schema import Schema
-from ..writer import write_dataset
+from ..writer import SKIPPED, Progress, write_dataset
 from .rows import (
     SPLITS,
     ConversionSummary,
@@ -25,7 +27,7 @@ from .rows import (
     check_row,
     discard_entry,
     features_of,
-    label_kind,
+    is_integer_label,
     load_image,
     write_discarded,
     write_side_files,
@@ -35,82 +37,62 @@ __all__ = ["contact_sheet", "convert_locally", "load"]
 
 
 def convert_locally(job: Job) -> ConversionSummary:
-    """Runs a conversion on this machine (see :func:`tfrecordkit.convert`)."""
-    rows, columns, roles, by_role = job.rows, job.columns, job.roles, job.by_role
-    output_dir, workers = job.output_dir, job.workers
-    image_size, image_format = job.image_size, job.image_format
+    """Runs a conversion on this machine (see :func:`tfrecordkit.convert`), streaming: a
+    first pass over the table checks the rows and fits the label vocabulary on TRAIN;
+    then each split's rows are read again, their images loaded on threads a few at a time
+    and written to shards as they come. Memory does not grow with the table."""
+    columns, by_role, output_dir = job.columns, job.by_role, job.output_dir
     os.makedirs(output_dir, exist_ok=True)
     discarded: list[dict[str, Any]] = []
+    label_col = by_role.get("label")
 
-    def discard(i: int, row: dict[str, Any], reason: str) -> None:
-        discarded.append(discard_entry(i, row, reason, columns))
-
-    # Splits and labels first: they decide which images are worth loading.
-    kept: list[tuple[int, dict[str, Any], str]] = []
-    for i, row in enumerate(rows):
+    # Pass 1: which rows can be converted, per split and label, and the label vocabulary.
+    per_label: dict[str, Counter[str | None]] = {s: Counter() for s in SPLITS}
+    integer_labels = True
+    for i, row in enumerate(job.rows()):
         split, problem = check_row(row, by_role)
         if problem:
-            discard(i, row, problem)
-        else:
-            kept.append((i, row, split))
-    vocab: list[str] | None = None
-    label_ids: dict[str, int] | None = None
-    if "label" in by_role:
-        label_col = by_role["label"]
-        if label_kind(r[label_col] for _, r, _ in kept) == "string":
-            vocab = sorted({str(r[label_col]) for _, r, s in kept if s == "TRAIN"})
-            label_ids = {v: k for k, v in enumerate(vocab)}
-            still = []
-            for i, row, split in kept:
-                if str(row[label_col]) in label_ids:
-                    still.append((i, row, split))
-                else:
-                    discard(i, row, f"label {row[label_col]!r} does not occur in TRAIN")
-            kept = still
-
-    def load_row(item: tuple[int, dict[str, Any], str]) -> Any:
-        _, row, _ = item
-        try:
-            return load_image(str(row[by_role["image_uri"]]), image_size, image_format)
-        except (OSError, ValueError) as err:
-            return err
-
-    with ThreadPoolExecutor(max_workers=workers or min(32, (os.cpu_count() or 1) * 4)) as pool:
-        images = list(pool.map(load_row, kept))
-
-    per_split: dict[str, dict[str, list[Any]]] = {s: {} for s in SPLITS}
-    for (i, row, split), image in zip(kept, images, strict=True):
-        if isinstance(image, Exception):
-            discard(i, row, f"image {row[by_role['image_uri']]!r}: {image}")
+            discarded.append(discard_entry(i, row, problem, columns))
             continue
-        try:
-            features = features_of(row, roles, image, label_ids)
-        except ValueError as err:
-            discard(i, row, str(err))
-            continue
-        cols = per_split[split]
-        for k, v in features.items():
-            cols.setdefault(k, []).append(v)
+        label = None
+        if label_col is not None:
+            label = str(row[label_col])
+            integer_labels = integer_labels and is_integer_label(row[label_col])
+        per_label[split][label] += 1
+    vocab = None if label_col is None or integer_labels else sorted(per_label["TRAIN"])
+    label_ids = None if vocab is None else {v: k for k, v in enumerate(vocab)}
+
+    def candidates(split: str) -> int:
+        counts = per_label[split]
+        return sum(n for k, n in counts.items() if label_ids is None or k in label_ids)
 
     summary = ConversionSummary(output_dir, labels=vocab)
     written_schema = None
-    for split in SPLITS:
-        cols = per_split[split]
-        if not cols:
-            continue
-        manifest = write_dataset(
-            cols,
-            os.path.join(output_dir, split.lower()),
-            num_shards=job.num_shards,
-            max_shard_bytes=job.max_shard_bytes,
-            compression=job.compression,
-            workers=workers,
-            overwrite=job.overwrite,
-            progress=job.progress,
-        )
-        summary.rows[split] = manifest.records
-        summary.bytes += manifest.bytes
-        written_schema = manifest.schema
+    bar = Progress(job.progress, sum(candidates(s) for s in SPLITS), "converting", "rows")
+    workers = job.workers or min(32, (os.cpu_count() or 1) * 4)
+    try:
+        for split in SPLITS:
+            if not per_label[split]:
+                continue
+            rows = _split_rows(job, split, label_ids, discarded)
+            examples = _examples(job, rows, label_ids, workers, discarded, bar)
+            manifest = write_dataset(
+                _Sized(examples, candidates(split)),
+                os.path.join(output_dir, split.lower()),
+                num_shards=job.num_shards,
+                max_shard_bytes=job.max_shard_bytes,
+                compression=job.compression,
+                overwrite=job.overwrite,
+                progress=False,
+            )
+            if not manifest.records:
+                _remove_dataset(manifest)
+                continue
+            summary.rows[split] = manifest.records
+            summary.bytes += manifest.bytes
+            written_schema = manifest.schema
+    finally:
+        bar.close()
     if vocab is not None:
         with atomic_write(os.path.join(output_dir, "labels.txt")) as f:
             f.writelines(v + "\n" for v in vocab)
@@ -122,6 +104,76 @@ def convert_locally(job: Job) -> ConversionSummary:
     if job.progress:
         print(summary)
     return summary
+
+
+class _Sized:
+    """An iterable that says up front how many items (or ``SKIPPED`` places) it yields."""
+
+    def __init__(self, items: Iterator[Any], n: int) -> None:
+        self._items, self._n = items, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._items
+
+
+def _split_rows(
+    job: Job, split: str, label_ids: dict[str, int] | None, discarded: list[dict[str, Any]]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows of ``split`` that can be converted, with their row numbers; rows whose
+    label does not occur in TRAIN are discarded here."""
+    label_col = job.by_role.get("label")
+    for i, row in enumerate(job.rows()):
+        row_split, problem = check_row(row, job.by_role)
+        if problem or row_split != split:
+            continue
+        if label_ids is not None and str(row[label_col]) not in label_ids:
+            reason = f"label {row[label_col]!r} does not occur in TRAIN"
+            discarded.append(discard_entry(i, row, reason, job.columns))
+            continue
+        yield i, row
+
+
+def _examples(
+    job: Job,
+    rows: Iterator[tuple[int, dict[str, Any]]],
+    label_ids: dict[str, int] | None,
+    workers: int,
+    discarded: list[dict[str, Any]],
+    bar: Progress,
+) -> Iterator[Any]:
+    """The features of each row, its image loaded on one of ``workers`` threads; a row
+    that cannot be converted is discarded and keeps its place as ``SKIPPED``."""
+    uri_col = job.by_role["image_uri"]
+
+    def load(item: tuple[int, dict[str, Any]]) -> Any:
+        try:
+            return load_image(str(item[1][uri_col]), job.image_size, job.image_format)
+        except (OSError, ValueError) as err:
+            return err
+
+    for (i, row), image in ordered_map(load, rows, workers):
+        bar.update(1)
+        if isinstance(image, Exception):
+            reason = f"image {row[uri_col]!r}: {image}"
+            discarded.append(discard_entry(i, row, reason, job.columns))
+            yield SKIPPED
+            continue
+        try:
+            yield features_of(row, job.roles, image, label_ids)
+        except ValueError as err:
+            discarded.append(discard_entry(i, row, str(err), job.columns))
+            yield SKIPPED
+
+
+def _remove_dataset(manifest: Manifest) -> None:
+    """Removes a split that received no rows: its empty shards, sidecars and manifest."""
+    for path in manifest.files:
+        for name in (path, path + ".idx", path + ".gzi"):
+            remove(name)
+    remove(manifest.path)
 
 
 def contact_sheet(

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,9 +24,10 @@ _CHANNELS = {"1": 1, "L": 1, "LA": 2, "P": 3, "RGB": 3, "YCbCr": 3, "CMYK": 4, "
 
 @dataclass
 class Job:
-    """One conversion's rows and settings, as a runner receives them."""
+    """One conversion's rows and settings, as a runner receives them. ``rows`` streams the
+    table's rows, again on every call."""
 
-    rows: list[dict[str, Any]]
+    rows: Callable[[], Iterator[dict[str, Any]]]
     columns: list[str]
     roles: dict[str, str]
     by_role: dict[str, str]
@@ -70,24 +71,45 @@ class ConversionSummary:
         )
 
 
-def read_table(source: Any) -> tuple[list[str], Iterator[dict[str, Any]]]:
-    """Column names and rows of a CSV or Parquet path, a DataFrame, or a directory tree."""
+# Rows read from a table at a time (a DataFrame slice, a Parquet batch).
+_CHUNK_ROWS = 10_000
+
+
+def read_table(source: Any) -> tuple[list[str], Callable[[], Iterator[dict[str, Any]]]]:
+    """Column names of a CSV or Parquet path, a DataFrame, or a directory tree, and a
+    function that streams its rows, again on every call: CSV line by line, Parquet batch
+    by batch, a DataFrame slice by slice, a tree as it is walked."""
     if type(source).__module__.startswith("pandas"):
         frame = source
-        return list(frame.columns), (
-            {str(k): v for k, v in row.items()} for row in frame.to_dict("records")
-        )
+
+        def frame_rows() -> Iterator[dict[str, Any]]:
+            for start in range(0, len(frame), _CHUNK_ROWS):
+                chunk = frame.iloc[start : start + _CHUNK_ROWS].to_dict("records")
+                for row in chunk:
+                    yield {str(k): v for k, v in row.items()}
+
+        return [str(c) for c in frame.columns], frame_rows
     path = os.fspath(source)
     if os.path.isdir(path):
-        return ["split", "image_uri", "label"], tree_rows(path)
+        return ["split", "image_uri", "label"], lambda: tree_rows(path)
     if path.lower().endswith(".parquet"):
-        import pandas as pd
+        import pyarrow.parquet as pq
 
-        return read_table(pd.read_parquet(path))
+        def parquet_rows() -> Iterator[dict[str, Any]]:
+            with pq.ParquetFile(path) as f:
+                for batch in f.iter_batches(batch_size=_CHUNK_ROWS):
+                    yield from batch.to_pylist()
+
+        with pq.ParquetFile(path) as f:
+            return list(f.schema_arrow.names), parquet_rows
+
+    def csv_rows() -> Iterator[dict[str, Any]]:
+        with open(path, newline="", encoding="utf-8") as f:
+            yield from csv.DictReader(f)
+
     with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-    return list(reader.fieldnames or []), iter(rows)
+        columns = list(csv.DictReader(f).fieldnames or [])
+    return columns, csv_rows
 
 
 def tree_rows(root: str) -> Iterator[dict[str, Any]]:
@@ -155,21 +177,22 @@ def missing(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and np.isnan(value))
 
 
+def is_integer_label(v: Any) -> bool:
+    """Whether a label is an integer (or its text); missing labels count as integers."""
+    if missing(v):
+        return True
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (int, np.integer)):
+        return True
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return True
+    return isinstance(v, str) and v.strip().lstrip("-").isdigit()
+
+
 def label_kind(values: Iterable[Any]) -> str:
     """ "int" when every present label is an integer (or its text), else "string"."""
-    for v in values:
-        if missing(v):
-            continue
-        if isinstance(v, (bool, np.bool_)):
-            return "string"
-        if isinstance(v, (int, np.integer)):
-            continue
-        if isinstance(v, (float, np.floating)) and float(v).is_integer():
-            continue
-        if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-            continue
-        return "string"
-    return "int"
+    return "int" if all(is_integer_label(v) for v in values) else "string"
 
 
 def check_row(row: dict[str, Any], by_role: dict[str, str]) -> tuple[str, str | None]:
