@@ -317,8 +317,13 @@ def _own_shape(options: ImageOptions) -> bool:
 
 
 def _native(source: Source, plan: Plan, epoch: int, tagged: bool) -> Iterator[Any]:
-    """The engine's output as elements (``(key, element)`` pairs when ``tagged``)."""
+    """The engine's output as elements (``(key, element)`` pairs when ``tagged``). The
+    engine starts now, so that it reads ahead before the first element is asked for."""
     pipe = _core.Pipeline(native_plan(source, plan, epoch))
+    return _elements_of(pipe, source, plan, tagged)
+
+
+def _elements_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool) -> Iterator[Any]:
     names = list(plan.schema) if plan.schema is not None else []
     batched = plan.batch is not None
     try:
