@@ -165,6 +165,15 @@ def atomic_write(
 
 def _no_replace(temp: str, path: str) -> None:
     """Moves ``temp`` to ``path`` unless ``path`` exists, atomically: a hard link, which
-    fails on an existing name, then the temporary's removal."""
-    os.link(temp, path)
+    fails on an existing name, then the temporary's removal (on a filesystem without hard
+    links, a check then a rename)."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(17, "a file is there already", path) from None
+        os.rename(temp, path)
+        return
     os.remove(temp)

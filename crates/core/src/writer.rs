@@ -150,7 +150,8 @@ fn temp_name(path: &Path, suffix: &str) -> PathBuf {
 
 /// Moves `from` to `to`. With `replace == false` an existing `to` is never replaced: the
 /// move fails with `AlreadyExists` instead, atomically (`renameat2(RENAME_NOREPLACE)` on
-/// Linux; elsewhere, or where the filesystem lacks it, a hard link then an unlink).
+/// Linux; elsewhere, or where the filesystem lacks it, a hard link then an unlink; on a
+/// filesystem without hard links, a check then a rename).
 pub fn rename_file(from: &Path, to: &Path, replace: bool) -> io::Result<()> {
     if replace {
         return fs::rename(from, to);
@@ -180,8 +181,13 @@ pub fn rename_file(from: &Path, to: &Path, replace: bool) -> io::Result<()> {
             _ => return Err(err),
         }
     }
-    fs::hard_link(from, to)?;
-    fs::remove_file(from)
+    match fs::hard_link(from, to) {
+        Ok(()) => fs::remove_file(from),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        // A filesystem without hard links: checked, then moved (a narrow race remains).
+        Err(_) if to.symlink_metadata().is_ok() => Err(io::ErrorKind::AlreadyExists.into()),
+        Err(_) => fs::rename(from, to),
+    }
 }
 
 /// Gives a finished shard (its data file and index sidecar, synced under temporary
@@ -635,7 +641,61 @@ impl Drop for RecordWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::index_line;
+    use super::{commit_shard, index_line, rename_file};
+    use std::fs;
+    use std::io::ErrorKind;
+
+    #[test]
+    fn a_no_replace_rename_leaves_an_existing_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fs::write(&a, "mine").unwrap();
+        fs::write(&b, "theirs").unwrap();
+        let err = rename_file(&a, &b, false).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+        assert_eq!(fs::read_to_string(&a).unwrap(), "mine");
+        assert_eq!(fs::read_to_string(&b).unwrap(), "theirs");
+        rename_file(&a, &b, true).unwrap();
+        assert_eq!(fs::read_to_string(&b).unwrap(), "mine");
+        assert!(!a.exists());
+        let c = dir.path().join("c");
+        rename_file(&b, &c, false).unwrap();
+        assert_eq!(fs::read_to_string(&c).unwrap(), "mine");
+        assert!(!b.exists());
+    }
+
+    #[test]
+    fn a_failed_commit_removes_only_its_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |name: &str| dir.path().join(name);
+        fs::write(p(".data"), "data").unwrap();
+        fs::write(p(".index"), "index").unwrap();
+        fs::write(p("shard"), "theirs").unwrap();
+        let e = commit_shard(
+            &p(".data"),
+            Some((&p(".index"), &p("shard.idx"))),
+            &p("shard"),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(e.io_kind(), Some(ErrorKind::AlreadyExists));
+        assert_eq!(e.path.as_deref(), Some(p("shard").to_str().unwrap()));
+        assert_eq!(fs::read_to_string(p("shard")).unwrap(), "theirs");
+        for gone in [".data", ".index", "shard.idx"] {
+            assert!(!p(gone).exists(), "{gone}");
+        }
+        fs::write(p(".data"), "data").unwrap();
+        fs::write(p(".index"), "index").unwrap();
+        commit_shard(
+            &p(".data"),
+            Some((&p(".index"), &p("new.idx"))),
+            &p("new"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(fs::read_to_string(p("new")).unwrap(), "data");
+        assert_eq!(fs::read_to_string(p("new.idx")).unwrap(), "index");
+    }
 
     #[test]
     fn index_lines_match_formatting() {
