@@ -426,3 +426,23 @@ def test_skipped_damage_lets_the_tail_fill_the_last_batch(tmp_path, helpers):
     ds = tfr.Dataset.from_files(path, on_error="skip").parse(helpers.SCHEMA)
     batches = list(ds.batch(4, drop_remainder=True))
     assert helpers.ids_of(batches) == list(range(1, 13))
+
+
+def test_stages_are_typed_objects():
+    import pickle
+
+    from tfrecordkit import _core
+
+    ds = tfr.Dataset.from_files([]).shuffle(8, seed=3).skip(1).take(4).repeat(2).shard(3, 1)
+    ops = ds._ops
+    assert ops == (
+        _core.Shuffle(8, 3),
+        _core.Skip(1),
+        _core.Take(4),
+        _core.Repeat(2),
+        _core.Shard(3, 1),
+    )
+    assert pickle.loads(pickle.dumps(ops)) == ops
+    assert repr(ds) == "<Dataset of 0 files.shuffle.skip.take.repeat.shard>"
+    with pytest.raises(ValueError, match="index must be in"):
+        _core.Shard(2, 2)
