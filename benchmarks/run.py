@@ -27,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
 import tfrecordkit as tfr
-from tfrecordkit._demo import sample_columns as seed_columns
+from tfrecordkit._demo import sample_columns as tutorial_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,8 +69,8 @@ def write_raw(path: Path, n: int, size: int, seed: int = 1) -> None:
             w.write(blob[start : start + size])
 
 
-def write_seed(path: Path, n: int, compression: str | None = None) -> None:
-    cols = seed_columns(n)
+def write_tutorial(path: Path, n: int, compression: str | None = None) -> None:
+    cols = tutorial_columns(n)
     with tfr.RecordWriter(path, compression) as w:
         for i in range(n):
             w.write(
@@ -106,7 +106,7 @@ def ensure(path: Path, make: Callable[[Path], None]) -> Path:
 
 # ----------------------------------------------------------------------------- schemas
 
-OUR_SEED_SCHEMA = tfr.Schema(
+OUR_TUTORIAL_SCHEMA = tfr.Schema(
     {
         "feature0": tfr.FixedLen([], "int64", default=0),
         "feature1": tfr.FixedLen([], "int64", default=0),
@@ -188,12 +188,12 @@ def our_parse(path: Path, schema: tfr.Schema, key: str) -> Callable[[], int]:
     return run
 
 
-def write_seed_shards(prefix: Path, n: int, shards: int = 8) -> None:
-    tfr.write_dataset(seed_columns(n), str(prefix), num_shards=shards, progress=False)
+def write_tutorial_shards(prefix: Path, n: int, shards: int = 8) -> None:
+    tfr.write_dataset(tutorial_columns(n), str(prefix), num_shards=shards, progress=False)
 
 
 def tf_interleaved(tf, pattern: str):
-    """The seed's `list_files → interleave(AUTOTUNE, deterministic=False)` of TFRecord files."""
+    """`list_files → interleave(AUTOTUNE, deterministic=False)` of TFRecord files, in tf.data."""
     autotune = tf.data.AUTOTUNE
     return tf.data.Dataset.list_files(pattern, shuffle=False).interleave(
         lambda fn: tf.data.TFRecordDataset(fn),
@@ -203,8 +203,8 @@ def tf_interleaved(tf, pattern: str):
     )
 
 
-def tf_seed_pipeline(tf, pattern: str) -> Callable[[], int]:
-    """The seed article's interleave pipeline, without the image decoding."""
+def tf_interleave_pipeline(tf, pattern: str) -> Callable[[], int]:
+    """The ImageNet-style interleave pipeline in tf.data, without the image decoding."""
     spec = tf_schema(tf, False)
     autotune = tf.data.AUTOTUNE
 
@@ -222,14 +222,14 @@ def tf_seed_pipeline(tf, pattern: str) -> Callable[[], int]:
     return run
 
 
-def our_seed_pipeline(pattern: str, cache: bool = True) -> Callable[[], int]:
+def our_interleave_pipeline(pattern: str, cache: bool = True) -> Callable[[], int]:
     """The same pipeline through tfr.Dataset (``cache=False``: shuffle, batch, prefetch)."""
 
     def run() -> int:
         ds = (
             tfr.Dataset.list_files(pattern)
             .interleave(cycle_length=tfr.AUTOTUNE, deterministic=False)
-            .parse(OUR_SEED_SCHEMA)
+            .parse(OUR_TUTORIAL_SCHEMA)
         )
         if cache:
             ds = ds.cache()
@@ -301,7 +301,7 @@ def write_convert_table(directory: Path, rows: int, images: int = 1000) -> Path:
 
 
 def tf_image_pipeline(tf, pattern: str) -> Callable[[], int]:
-    """The seed's ImageNet pipeline: parse, decode_jpeg, cast / 255, resize 224, batch 128."""
+    """The ImageNet pipeline in tf.data: parse, decode_jpeg, cast / 255, resize 224, batch 128."""
     desc = {
         "image": tf.io.FixedLenFeature([], tf.string),
         "label": tf.io.FixedLenFeature([], tf.int64),
@@ -348,14 +348,16 @@ def our_parse_drop(pattern: str, batch: int) -> Callable[[], int]:
     """read_examples, counting whole batches of ``batch`` records as the pipelines do."""
 
     def run() -> int:
-        n = sum(len(b["feature1"]) for b in tfr.read_examples(pattern, OUR_SEED_SCHEMA, 1024))
+        n = sum(len(b["feature1"]) for b in tfr.read_examples(pattern, OUR_TUTORIAL_SCHEMA, 1024))
         return n - n % batch
 
     return run
 
 
-def tf_write_seed(tf, path: Path, cols: dict[str, np.ndarray], options=None) -> Callable[[], int]:
-    """The seed tutorial's loop: one tf.train.Example per row, SerializeToString, write."""
+def tf_write_tutorial(
+    tf, path: Path, cols: dict[str, np.ndarray], options=None
+) -> Callable[[], int]:
+    """The TFRecord tutorial's loop: one tf.train.Example per row, SerializeToString, write."""
 
     def _bytes_feature(value):
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
@@ -476,15 +478,17 @@ def main() -> None:
     data = Path(args.data_dir)
     data.mkdir(parents=True, exist_ok=True)
     n_small, n_large = 1_000_000 // scale, 4_000 // scale
-    n_seed, n_wide, n_write = 1_000_000 // scale, 200_000 // scale, 100_000 // scale
+    n_tut, n_wide, n_write = 1_000_000 // scale, 200_000 // scale, 100_000 // scale
     rep = 1 if args.quick else args.repeat
     rows: list[Row] = []
 
     print("data:")
     small = ensure(data / f"raw100b-{n_small}.tfrecord", lambda p: write_raw(p, n_small, 100))
     large = ensure(data / f"raw100kb-{n_large}.tfrecord", lambda p: write_raw(p, n_large, 100_000))
-    seed = ensure(data / f"seed-{n_seed}.tfrecord", lambda p: write_seed(p, n_seed))
-    seed_gz = ensure(data / f"seed-{n_seed}.tfrecord.gz", lambda p: write_seed(p, n_seed, "gzip"))
+    tutorial = ensure(data / f"tutorial-{n_tut}.tfrecord", lambda p: write_tutorial(p, n_tut))
+    tutorial_gz = ensure(
+        data / f"tutorial-{n_tut}.tfrecord.gz", lambda p: write_tutorial(p, n_tut, "gzip")
+    )
     wide = ensure(data / f"wide-{n_wide}.tfrecord", lambda p: write_wide(p, n_wide))
 
     def measure(name, unit, ours_fn, theirs_fn, against, goal, mb_per_item=0.0, reps=None):
@@ -537,10 +541,10 @@ def main() -> None:
         mb_per_item=0.1,
     )
     measure(
-        "read + parse + batch, seed schema",
+        "read + parse + batch, tutorial schema",
         "Examples/s",
-        our_parse(seed, OUR_SEED_SCHEMA, "feature1"),
-        tf_parse(tf, seed, False),
+        our_parse(tutorial, OUR_TUTORIAL_SCHEMA, "feature1"),
+        tf_parse(tf, tutorial, False),
         "TensorFlow",
         ">= 4x",
     )
@@ -553,40 +557,40 @@ def main() -> None:
         ">= 3x",
     )
     measure(
-        "gzip raw read, seed Examples",
+        "gzip raw read, tutorial Examples",
         "records/s",
-        our_read(seed_gz),
-        tf_read(tf, seed_gz, "GZIP"),
+        our_read(tutorial_gz),
+        tf_read(tf, tutorial_gz, "GZIP"),
         "TensorFlow",
         "",
     )
     measure(
-        "gzip read + parse + batch, seed schema",
+        "gzip read + parse + batch, tutorial schema",
         "Examples/s",
-        our_parse(seed_gz, OUR_SEED_SCHEMA, "feature1"),
-        tf_parse(tf, seed_gz, False, "GZIP"),
+        our_parse(tutorial_gz, OUR_TUTORIAL_SCHEMA, "feature1"),
+        tf_parse(tf, tutorial_gz, False, "GZIP"),
         "TensorFlow",
         "",
     )
 
-    shard_dir = data / f"seed-shards-{n_seed}"
+    shard_dir = data / f"tutorial-shards-{n_tut}"
     if not shard_dir.exists():
         print(f"  building {shard_dir.name} ...", flush=True)
         shard_dir.mkdir()
-        write_seed_shards(shard_dir / "train", n_seed)
+        write_tutorial_shards(shard_dir / "train", n_tut)
     shard_glob = str(shard_dir / "train-*.tfrecord")
     measure(
-        "seed pipeline: interleave, parse, cache, shuffle 10k, batch 128, prefetch",
+        "interleave pipeline: parse, cache, shuffle 10k, batch 128, prefetch",
         "Examples/s",
-        our_seed_pipeline(shard_glob),
-        tf_seed_pipeline(tf, shard_glob),
+        our_interleave_pipeline(shard_glob),
+        tf_interleave_pipeline(tf, shard_glob),
         "TensorFlow",
         ">= 3x",
     )
     measure(
         "pipeline with shuffle 10k + batch 128 + prefetch, vs read + parse alone",
         "Examples/s",
-        our_seed_pipeline(shard_glob, cache=False),
+        our_interleave_pipeline(shard_glob, cache=False),
         our_parse_drop(shard_glob, 128),
         "tfrecordkit read_examples",
         ">= 0.8x (overhead < 20%)",
@@ -650,13 +654,13 @@ def main() -> None:
         )
     )
 
-    cols = seed_columns(n_write)
+    cols = tutorial_columns(n_write)
     out_ours, out_tf = data / "write-ours.tfrecord", data / "write-tf.tfrecord"
     measure(
         "write from columns (write_examples)",
         "Examples/s",
         our_write_columns(out_ours, cols),
-        tf_write_seed(tf, out_tf, cols),
+        tf_write_tutorial(tf, out_tf, cols),
         "TensorFlow tutorial loop",
         ">= 20x",
     )
@@ -664,7 +668,7 @@ def main() -> None:
         "write Examples, row by row (encode_example)",
         "Examples/s",
         our_write_rows(out_ours, cols),
-        tf_write_seed(tf, out_tf, cols),
+        tf_write_tutorial(tf, out_tf, cols),
         "TensorFlow tutorial loop",
         "",
     )
@@ -673,14 +677,14 @@ def main() -> None:
         "gzip write from columns",
         "Examples/s",
         our_write_columns(data / "write-ours.tfrecord.gz", cols, "gzip"),
-        tf_write_seed(tf, data / "write-tf.tfrecord.gz", cols, gz_opts),
+        tf_write_tutorial(tf, data / "write-tf.tfrecord.gz", cols, gz_opts),
         "TensorFlow tutorial loop (GZIP)",
         "",
     )
 
     # write_dataset on a million rows, against the tutorial loop's rate measured above.
     tf_loop_rate = next(r.theirs for r in rows if r.path.startswith("write from columns"))
-    big_cols = seed_columns(n_seed)
+    big_cols = tutorial_columns(n_tut)
     per_workers = {}
     for workers in (1, 2):
 
@@ -738,10 +742,10 @@ def main() -> None:
         )
     )
 
-    n_pkg = min(n_seed, 200_000)
-    pkg_file = ensure(data / f"seed-{n_pkg}.tfrecord", lambda p: write_seed(p, n_pkg))
+    n_pkg = min(n_tut, 200_000)
+    pkg_file = ensure(data / f"tutorial-{n_pkg}.tfrecord", lambda p: write_tutorial(p, n_pkg))
     n, secs = child(TFRECORD_CHILD, str(pkg_file))
-    t_o, n_o = best_of(our_parse(pkg_file, OUR_SEED_SCHEMA, "feature1"), rep)
+    t_o, n_o = best_of(our_parse(pkg_file, OUR_TUTORIAL_SCHEMA, "feature1"), rep)
     assert int(n) == n_o
     report(
         Row(
@@ -841,11 +845,11 @@ def write_doc(out: Path, rows: list[Row], notes: list[str], tf_version: str, rep
         "`tfr.encode_example` per row. tfrecordkit's writers also fsync each file before",
         "giving it its final name; TensorFlow's do not.",
         "",
-        "The pipeline rows run the seed article's interleave pipeline",
+        "The pipeline rows run the ImageNet-style tf.data interleave pipeline",
         "(`list_files → interleave(AUTOTUNE, deterministic=False) → parse → cache → shuffle(10000)",
         "→ batch(128, drop_remainder=True) → prefetch`) on 1M Examples in 8 shards, TensorFlow",
-        "parsing with `parse_single_example` in its `map` as the seed does. The image rows run",
-        "the seed's ImageNet pipeline (`parse → decode_jpeg(channels=3) → cast / 255 → resize",
+        "parsing with `parse_single_example` in its `map`, as such pipelines do. The image rows",
+        "run the usual ImageNet pipeline (`parse → decode_jpeg(channels=3) → cast / 255 → resize",
         "224x224 → batch(128) → prefetch`) on 10,000 JPEGs of up to 500x375 pixels (quality 90)",
         "cut from the photographs that ship inside scikit-learn and scikit-image;",
         "tfrecordkit's side is `parse(...).decode_image('image', size=224, dtype=...)`. JPEG",

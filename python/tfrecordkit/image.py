@@ -2,7 +2,7 @@
 
 The same decoding runs inside pipelines as :meth:`tfrecordkit.Dataset.decode_image`.
 Pixels come out ``[height, width, channels]``: ``uint8`` as stored, or ``float32`` in
-``[0, 1]``, exactly the seed pipeline's ``tf.cast(image, tf.float32) / 255`` followed
+``[0, 1]``, exactly the usual tf.data pipeline's ``tf.cast(image, tf.float32) / 255`` followed
 by ``tf.image.resize(image, size)`` (bilinear, half-pixel centres, no antialiasing).
 
 >>> import numpy as np, tfrecordkit as tfr

@@ -32,8 +32,8 @@ def jpeg_cuts():
 JPEGS = jpeg_cuts()
 
 
-def tf_seed(data: bytes, size, channels: int = 3) -> np.ndarray:
-    """The seed pipeline's image steps."""
+def tf_pipeline_image(data: bytes, size, channels: int = 3) -> np.ndarray:
+    """The usual tf.data pipeline's image steps."""
     image = tf.io.decode_jpeg(data, channels=channels)
     image = tf.cast(image, tf.float32) / 255.0
     if size is not None:
@@ -45,7 +45,7 @@ def tf_seed(data: bytes, size, channels: int = 3) -> np.ndarray:
 def test_jpeg_pixels_agree_with_tensorflow(size):
     for data in JPEGS:
         ours = tfr.image.decode(data, size=size)
-        theirs = tf_seed(data, size)
+        theirs = tf_pipeline_image(data, size)
         assert ours.shape == theirs.shape and ours.dtype == np.float32
         assert np.abs(ours - theirs).mean() < 0.02
 
@@ -57,7 +57,7 @@ def test_grayscale_and_uint8_agree_with_tensorflow():
         assert ours.shape == theirs.shape
         assert np.abs(ours.astype(int) - theirs).mean() / 255 < 0.02
         ours = tfr.image.decode(data, size=224, dtype="uint8").astype(np.float32) / 255
-        assert np.abs(ours - tf_seed(data, (224, 224))).mean() < 0.02
+        assert np.abs(ours - tf_pipeline_image(data, (224, 224))).mean() < 0.02
 
 
 def test_cmyk_jpegs_decode_as_tensorflow_does_and_to_gray_as_well():

@@ -3,8 +3,8 @@
 //! resized crops and horizontal flips, as `uint8` or `float32` in `[0, 1]`.
 //!
 //! The resize follows `tf.image.resize(..., antialias=False)`: half-pixel centres, two
-//! taps per axis, values interpolated in `float32`. A `float32` output is the seed
-//! pipeline's `cast(float32) / 255` followed by that resize.
+//! taps per axis, values interpolated in `float32`. A `float32` output is the usual
+//! tf.data pipeline's `cast(float32) / 255` followed by that resize.
 
 mod augment;
 mod batch;
