@@ -24,8 +24,6 @@ from .image import ImageOptions
 from .schema import FixedLen, FixedLenSequence, Schema, _assemble
 
 NATIVE_OPS = (_core.Shuffle, _core.Shard, _core.Skip, _core.Take, _core.Repeat)
-# Records per output unit when the plan does not batch.
-UNIT = 256
 
 
 @dataclass(frozen=True)
@@ -279,7 +277,7 @@ def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
     schema = plan.schema
     batched = plan.batch is not None
     sequences = schema is not None and any(isinstance(s, FixedLenSequence) for s in schema.values())
-    unit = plan.batch.size if plan.batch is not None else UNIT
+    unit = plan.batch.size if plan.batch is not None else _stages.UNIT
     if not batched and (sequences or any(_own_shape(i.options) for i in plan.images)):
         # Sequence features are padded to their unit's longest, and images that keep their
         # own shape cannot share an array: one record per unit.

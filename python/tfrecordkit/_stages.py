@@ -29,7 +29,8 @@ from .schema import Ragged, Schema, parse_examples
 Pair = tuple[Any, Any]
 
 AUTOTUNE = -1
-# Records parsed per native call when Python parses.
+# Records per native call: the engine's units when the plan does not batch, and the
+# chunks Python parses.
 UNIT = 256
 
 

@@ -108,18 +108,20 @@ class RecordIndex(Sequence[bytes]):
         the GIL, from an ``.idx``-indexed file."""
         if self._records is None:
             return [self[i] for i in indices]
-        at = self._records[self._positions(indices)]
-        positions = list(zip(at[:, 0].tolist(), at[:, 1].tolist(), strict=True))
-        return _core.read_records_at(self.path, positions, self.verify)
+        at = self._records[positions(indices, len(self))]
+        pairs = list(zip(at[:, 0].tolist(), at[:, 1].tolist(), strict=True))
+        return _core.read_records_at(self.path, pairs, self.verify)
 
-    def _positions(self, indices: Iterable[int]) -> np.ndarray:
-        n = len(self)
-        k = np.fromiter((int(i) for i in indices), dtype=np.int64)
-        k = np.where(k < 0, k + n, k)
-        bad = (k < 0) | (k >= n)
-        if bad.any():
-            raise IndexError(f"record {int(k[bad][0])} out of range for {n} records")
-        return k
+
+def positions(indices: Iterable[int], n: int) -> np.ndarray:
+    """``indices`` into ``n`` records as an int64 array, negative ones counted from the
+    end; ``IndexError`` for any out of range."""
+    k = np.fromiter((int(i) for i in indices), dtype=np.int64)
+    k = np.where(k < 0, k + n, k)
+    bad = (k < 0) | (k >= n)
+    if bad.any():
+        raise IndexError(f"record {int(k[bad][0])} out of range for {n} records")
+    return k
 
 
 def build_index(path: str | os.PathLike[str]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._paths import Paths, expand_paths
-from .index import RecordIndex
+from .index import RecordIndex, positions
 from .index import build_index as _build_index
 from .schema import Schema, _as_schema, parse_example, parse_examples
 
@@ -70,12 +70,7 @@ class IndexedDataset(Sequence[Any]):
 
     def _records(self, indices: Sequence[int]) -> list[bytes]:
         """The records at global ``indices``: one native read per file they fall in."""
-        n = len(self)
-        k = np.asarray([int(i) for i in indices], dtype=np.int64)
-        k = np.where(k < 0, k + n, k)
-        bad = (k < 0) | (k >= n)
-        if bad.any():
-            raise IndexError(f"record {int(k[bad][0])} out of range for {n} records")
+        k = positions(indices, len(self))
         files = np.searchsorted(self._starts, k, side="right") - 1
         out: list[bytes] = [b""] * len(k)
         for f in np.unique(files):

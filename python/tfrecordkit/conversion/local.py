@@ -16,7 +16,7 @@ from .._paths import atomic_write, remove
 from .._stages import ordered_map
 from ..dataset import Dataset
 from ..example import decode_example
-from ..manifest import Manifest, manifest_path
+from ..manifest import Manifest, existing_files, manifest_path
 from ..records import read_records
 from ..schema import Schema
 from ..writer import SKIPPED, Progress, write_dataset
@@ -86,7 +86,9 @@ def convert_locally(job: Job) -> ConversionSummary:
                 progress=False,
             )
             if not manifest.records:
-                _remove_dataset(manifest)
+                # A split whose rows all failed: its empty shards are not kept.
+                for path in existing_files(os.path.join(output_dir, split.lower())):
+                    remove(path)
                 continue
             summary.rows[split] = manifest.records
             summary.bytes += manifest.bytes
@@ -166,14 +168,6 @@ def _examples(
         except ValueError as err:
             discarded.append(discard_entry(i, row, str(err), job.columns))
             yield SKIPPED
-
-
-def _remove_dataset(manifest: Manifest) -> None:
-    """Removes a split that received no rows: its empty shards, sidecars and manifest."""
-    for path in manifest.files:
-        for name in (path, path + ".idx", path + ".gzi"):
-            remove(name)
-    remove(manifest.path)
 
 
 def contact_sheet(
