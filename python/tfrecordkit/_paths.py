@@ -1,6 +1,8 @@
 """Paths and URLs: globbing, fsspec, sidecar filtering and atomic local writes.
 
-A leaf of the package: it imports nothing of tfrecordkit but its errors.
+Every reader takes local paths and fsspec URLs (``s3://``, ``gs://``, ``az://``,
+``http(s)://``, ``memory://``...) alike; ``storage_options`` (credentials, endpoints) go to
+the URL's filesystem. A leaf of the package: it imports nothing of tfrecordkit but its errors.
 """
 
 from __future__ import annotations
@@ -9,17 +11,25 @@ import contextlib
 import glob as _glob
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .errors import SidecarSkippedWarning
 
 PathLike = str | os.PathLike[str]
 Paths = PathLike | Sequence[PathLike]
+StorageOptions = Mapping[str, Any] | None
+
+#: Bytes asked of a remote file per request while streaming it (the core reads this much
+#: at a time, a couple of blocks ahead of the records it hands out).
+REMOTE_BLOCK = 4 << 20
 
 GLOB_CHARS = frozenset("*?[")
+#: The object a writer holds while it uploads a dataset to an object store.
+CLAIM_SUFFIX = ".writing"
 #: Files written beside shards, never read as data.
-SIDECAR_SUFFIXES = (".idx", ".gzi", ".manifest.json")
+SIDECAR_SUFFIXES = (".idx", ".gzi", ".manifest.json", CLAIM_SUFFIX)
 #: Files ``convert`` writes beside its splits, never read as data.
 SIDECAR_NAMES = frozenset({"schema.json", "summary.json", "discarded.csv", "labels.txt"})
 
@@ -47,14 +57,18 @@ def _items(paths: Paths) -> list[str]:
     return out
 
 
-def expand_paths(paths: Paths, *, urls: bool = False) -> list[str]:
+def expand_paths(paths: Paths, *, storage_options: StorageOptions = None) -> list[str]:
     """Turns a path, a glob pattern, or a list of either into a list of existing files.
 
     Globs expand in sorted order. Sidecars (index files, manifests, ``convert``'s side
     files) are left out: silently from a glob, with a :class:`SidecarSkippedWarning` when
     named, as a shell glob names them. A path or pattern that matches nothing raises
-    ``FileNotFoundError``. With ``urls=True``, fsspec URLs (and URL globs) are expanded
-    through their filesystem too.
+    ``FileNotFoundError``. fsspec URLs and URL globs expand through their filesystem,
+    opened with ``storage_options``; a URL without a glob is kept as it is (a missing
+    object is reported when it is read).
+
+    >>> expand_paths("s3://bucket/train-*.tfrecord")  # doctest: +SKIP
+    ['s3://bucket/train-00000-of-00002.tfrecord', 's3://bucket/train-00001-of-00002.tfrecord']
     """
     out: list[str] = []
     items = _items(paths)
@@ -71,8 +85,8 @@ def expand_paths(paths: Paths, *, urls: bool = False) -> list[str]:
             stacklevel=2,
         )
     for p in items:
-        if urls and is_url(p):
-            out.extend(_expand_url(p))
+        if is_url(p):
+            out.extend(_expand_url(p, storage_options))
         elif GLOB_CHARS & set(p) and not os.path.exists(p):
             matches = sorted(m for m in _glob.glob(p) if not is_sidecar(m))
             if not matches:
@@ -87,39 +101,143 @@ def expand_paths(paths: Paths, *, urls: bool = False) -> list[str]:
     return out
 
 
-def filesystem(url: str, what: str = "reading") -> tuple[Any, str]:
-    """The fsspec filesystem of ``url`` and the path inside it."""
+def filesystem(
+    url: str, what: str = "reading", storage_options: StorageOptions = None
+) -> tuple[Any, str]:
+    """The fsspec filesystem of ``url`` (opened with ``storage_options``) and the path
+    inside it."""
     try:
         import fsspec
     except ImportError:
         raise ImportError(f"{what} {url} needs fsspec: pip install 'tfrecordkit[remote]'") from None
-    return fsspec.core.url_to_fs(url)
+    return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
 
 
-def _expand_url(url: str) -> list[str]:
+def as_url(url_like: str, fs_path: str) -> str:
+    """``fs_path``, a path inside the filesystem of ``url_like``, as a URL again."""
+    if "://" in fs_path:
+        return fs_path
+    protocol = url_like.split("://", 1)[0]
+    return f"{protocol}://{fs_path.lstrip('/')}"
+
+
+def _expand_url(url: str, storage_options: StorageOptions) -> list[str]:
     if not GLOB_CHARS & set(url):
         return [url]
-    fs, _ = filesystem(url)
-    protocol = url.split("://", 1)[0]
+    fs, _ = filesystem(url, storage_options=storage_options)
     matches = sorted(m for m in fs.glob(url) if not is_sidecar(m))
     if not matches:
         raise FileNotFoundError(2, "no files match the pattern", url)
-    return [m if "://" in m else f"{protocol}://{m.lstrip('/')}" for m in matches]
+    return [as_url(url, m) for m in matches]
 
 
-def open_url(url: str) -> Any:
-    """An open binary file object reading ``url`` through fsspec."""
-    fs, path = filesystem(url)
-    return fs.open(path, "rb")
+@dataclass(frozen=True, eq=False)
+class URLOpener:
+    """Opens URLs for the native readers: a file object read in :data:`REMOTE_BLOCK`
+    requests with no cache of its own (the core reads ahead). Picklable, so that
+    pipelines carry it into worker processes."""
+
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self, url: str) -> Any:
+        fs, path = filesystem(url, storage_options=self.storage_options)
+        return fs.open(path, "rb", block_size=REMOTE_BLOCK, cache_type="none")
 
 
-def read_bytes(uri: str) -> bytes:
+def opener_for(files: Sequence[str], storage_options: StorageOptions) -> URLOpener | None:
+    """The opener the native readers need for ``files``: none when all are local."""
+    if any(is_url(f) for f in files):
+        return URLOpener(dict(storage_options or {}))
+    return None
+
+
+def exists(path: str, storage_options: StorageOptions = None) -> bool:
+    """Whether a local path or a URL names an existing file."""
+    if is_url(path):
+        fs, inner = filesystem(path, storage_options=storage_options)
+        return bool(fs.isfile(inner))
+    return os.path.isfile(path.removeprefix("file://"))
+
+
+def file_size(path: str, storage_options: StorageOptions = None) -> int:
+    """The size in bytes of a local file or the object at a URL."""
+    if is_url(path):
+        fs, inner = filesystem(path, storage_options=storage_options)
+        return int(fs.size(inner))
+    return os.path.getsize(path.removeprefix("file://"))
+
+
+def read_bytes(uri: str, storage_options: StorageOptions = None) -> bytes:
     """The whole content of a local path (``file://`` allowed) or an fsspec URL."""
     if is_url(uri):
-        with open_url(uri) as f:
-            return f.read()
+        fs, path = filesystem(uri, storage_options=storage_options)
+        return bytes(fs.cat_file(path))
     with open(uri.removeprefix("file://"), "rb") as f:
         return f.read()
+
+
+def read_ranges(
+    url: str, starts: Sequence[int], ends: Sequence[int], storage_options: StorageOptions = None
+) -> list[bytes]:
+    """The byte ranges ``[start, end)`` of the object at ``url``, fetched together
+    (``cat_ranges``: concurrent ranged requests on object stores)."""
+    fs, path = filesystem(url, storage_options=storage_options)
+    if len(starts) == 1:
+        return [bytes(fs.cat_file(path, start=int(starts[0]), end=int(ends[0])))]
+    got = fs.cat_ranges([path] * len(starts), list(starts), list(ends))
+    for part in got:
+        if isinstance(part, BaseException):
+            raise part
+    return [bytes(b) for b in got]
+
+
+def write_file(path: str, data: str | bytes, storage_options: StorageOptions = None) -> None:
+    """Writes a small file whole: locally through :func:`atomic_write`; to a URL by a put
+    of a staged copy, so that no partial object appears."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if not is_url(path):
+        with atomic_write(path, "wb") as f:
+            f.write(raw)
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
+        staged = os.path.join(local, "staged")
+        with open(staged, "wb") as f:
+            f.write(raw)
+        upload(staged, path, storage_options=storage_options)
+
+
+def open_text(path: str, storage_options: StorageOptions = None) -> IO[str]:
+    """A text file (UTF-8, universal newlines off, as ``csv`` wants) at a path or URL."""
+    if not is_url(path):
+        return open(path.removeprefix("file://"), newline="", encoding="utf-8")
+    fs, inner = filesystem(path, storage_options=storage_options)
+    return fs.open(inner, "rt", newline="", encoding="utf-8")
+
+
+def remove_url(url: str, storage_options: StorageOptions = None) -> None:
+    """Removes the object at ``url`` if there is one."""
+    fs, inner = filesystem(url, "removing", storage_options)
+    with contextlib.suppress(FileNotFoundError):
+        fs.rm_file(inner)
+
+
+def upload(
+    local: str, url: str, *, replace: bool = True, storage_options: StorageOptions = None
+) -> None:
+    """Copies a local file to ``url``. Without ``replace``, an existing object is never
+    replaced: an exclusive create where the store has one (S3's conditional put, a local
+    or in-memory filesystem), a check just before the write elsewhere; ``FileExistsError``
+    either way."""
+    fs, path = filesystem(url, "writing to", storage_options)
+    if replace:
+        fs.put_file(local, path)
+        return
+    try:
+        fs.put_file(local, path, mode="create")
+    except FileExistsError:
+        raise FileExistsError(17, "an object is there already", url) from None
 
 
 def temp_name(path: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import _core, _stages
-from ._paths import is_url, open_url
+from ._paths import URLOpener
 from ._policy import policed
 from .errors import SchemaError, TFRecordError
 from .image import ImageOptions
@@ -90,6 +90,8 @@ class Source:
     max_record_bytes: int | None
     # A split among consumers (DataLoader workers and ranks): (count, index, by_files).
     consumers: tuple[int, int, bool] | None = None
+    # Opens the files that are URLs; None when all are local.
+    opener: URLOpener | None = None
 
 
 @dataclass
@@ -306,7 +308,7 @@ def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
         parse_workers=workers,
         prefetch=plan.prefetch or 2,
         epoch=epoch & ((1 << 64) - 1),
-        opener=open_url if any(is_url(f) for f in source.files) else None,
+        opener=source.opener,
     )
 
 

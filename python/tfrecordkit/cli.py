@@ -1,7 +1,8 @@
 """The ``tfrecordkit`` command line.
 
 Human-readable output by default, ``--json`` for machines. Exit codes: 0 success,
-1 damage found or failure, 2 usage error.
+1 damage found or failure, 2 usage error. Every path may be an fsspec URL; credentials and
+endpoints come from ``--storage-option KEY=VALUE`` or fsspec's own configuration.
 """
 
 from __future__ import annotations
@@ -58,12 +59,44 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
+def _storage_option(_: Any, __: Any, values: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tfrecordkit")
-def main() -> None:
-    """Read, write, inspect and check TFRecord files without TensorFlow."""
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=_storage_option,
+    help="An option for the filesystem of URL paths (endpoint_url=..., anon=true, a JSON "
+    "value or a string); repeatable.",
+)
+@click.pass_context
+def main(ctx: click.Context, storage_options: dict[str, Any]) -> None:
+    """Read, write, inspect and check TFRecord files without TensorFlow.
+
+    Paths may be URLs (s3://, gs://, az://, http(s)://...) as well as local files.
+    """
+    ctx.obj = storage_options or None
     # Warnings (sidecars left out, damage skipped) are notes on stderr, one line each.
     warnings.showwarning = _note
+
+
+def _so() -> dict[str, Any] | None:
+    """The ``--storage-option`` values given to the command line."""
+    return click.get_current_context().find_root().obj
 
 
 def _note(message: Warning | str, *_: Any, **__: Any) -> None:
@@ -78,7 +111,8 @@ def _note(message: Warning | str, *_: Any, **__: Any) -> None:
 def head(file: str, num: int, as_json: bool, compression: str) -> None:
     """Show the first Examples of FILE."""
     try:
-        for i, record in enumerate(read_records(file, compression=_c(compression))):
+        records = read_records(file, compression=_c(compression), storage_options=_so())
+        for i, record in enumerate(records):
             if i >= num:
                 break
             try:
@@ -112,8 +146,10 @@ def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
     from ._paths import expand_paths
 
     try:
-        files = expand_paths(list(paths))
-        counts = {f: count_records(f, compression=_c(compression)) for f in files}
+        files = expand_paths(list(paths), storage_options=_so())
+        counts = {
+            f: count_records(f, compression=_c(compression), storage_options=_so()) for f in files
+        }
     except (OSError, TFRecordError) as err:
         _fail(str(err))
     total = sum(counts.values())
@@ -133,7 +169,7 @@ def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
 def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
     """Check every checksum in PATHS; exit 1 if anything is damaged."""
     try:
-        reports = verify_files(list(paths), compression=_c(compression))
+        reports = verify_files(list(paths), compression=_c(compression), storage_options=_so())
     except OSError as err:
         _fail(str(err))
     for r in reports:
@@ -164,7 +200,9 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
     from .records import infer_schema
 
     try:
-        guessed = infer_schema(list(paths), sample, compression=_c(compression))
+        guessed = infer_schema(
+            list(paths), sample, compression=_c(compression), storage_options=_so()
+        )
     except (OSError, TFRecordError) as err:
         _fail(str(err))
     if as_json:
@@ -185,12 +223,12 @@ def index(paths: tuple[str, ...]) -> None:
 
     failed = False
     try:
-        files = expand_paths(list(paths))
+        files = expand_paths(list(paths), storage_options=_so())
     except OSError as err:
         _fail(str(err))
     for f in files:
         try:
-            target = build_index(f)
+            target = build_index(f, storage_options=_so())
         except (OSError, TFRecordError) as err:
             click.echo(f"error: {f}: {err}", err=True)
             failed = True
@@ -215,7 +253,13 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     from .verify import repair as repair_file
 
     try:
-        report = repair_file(src, output, compression=_c(compression), overwrite=overwrite)
+        report = repair_file(
+            src,
+            output,
+            compression=_c(compression),
+            overwrite=overwrite,
+            storage_options=_so(),
+        )
     except (OSError, TFRecordError, ValueError) as err:
         _fail(str(err))
     if as_json:
@@ -300,6 +344,7 @@ def convert(
             image_format=image_format,
             overwrite=overwrite,
             progress=False,
+            storage_options=_so(),
         )
     except (OSError, TFRecordError, ValueError, NotImplementedError) as err:
         _fail(str(err))
@@ -316,7 +361,7 @@ def inspect(output_dir: str, split: str, num: int, out: str) -> None:
     from .conversion import contact_sheet
 
     try:
-        path = contact_sheet(output_dir, split, num, out)
+        path = contact_sheet(output_dir, split, num, out, storage_options=_so())
     except (OSError, TFRecordError, ValueError) as err:
         _fail(str(err))
     click.echo(f"wrote {path}")
@@ -325,16 +370,17 @@ def inspect(output_dir: str, split: str, num: int, out: str) -> None:
 class _Sized:
     """Records of several files, with their count known up front (for contiguous shards)."""
 
-    def __init__(self, files: list[str], compression: str | None) -> None:
+    def __init__(self, files: list[str], compression: str | None, options: Any) -> None:
         self.files = files
         self.compression = compression
-        self.n = count_records(files, compression=compression)
+        self.options = options
+        self.n = count_records(files, compression=compression, storage_options=options)
 
     def __len__(self) -> int:
         return self.n
 
     def __iter__(self):
-        return read_records(self.files, compression=self.compression)
+        return read_records(self.files, compression=self.compression, storage_options=self.options)
 
 
 @main.command()
@@ -375,11 +421,11 @@ def reshard(
     from .writer import write_dataset
 
     try:
-        files = expand_paths(list(inputs))
+        files = expand_paths(list(inputs), storage_options=_so())
         source = (
-            _Sized(files, _c(compression))
+            _Sized(files, _c(compression), _so())
             if num_shards
-            else read_records(files, compression=_c(compression))
+            else read_records(files, compression=_c(compression), storage_options=_so())
         )
         manifest = write_dataset(
             source,
@@ -389,6 +435,7 @@ def reshard(
             compression=_c(output_compression),
             overwrite=overwrite,
             progress=not as_json,
+            storage_options=_so(),
         )
     except (OSError, TFRecordError, ValueError) as err:
         _fail(str(err))

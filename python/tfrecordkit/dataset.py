@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import _core, _plan, _stages
-from ._paths import Paths, expand_paths, is_url, open_url
+from ._paths import Paths, StorageOptions, expand_paths, opener_for
 from ._plan import (
     Batch,
     Cache,
@@ -80,14 +79,18 @@ class Dataset:
         verify: bool = True,
         on_error: OnError = "raise",
         max_record_bytes: int | None = None,
+        storage_options: StorageOptions = None,
     ) -> Dataset:
         """The files matching ``pattern`` (a glob, a path, a URL, or a list of them),
         sorted, optionally shuffled with ``seed``. Read them with :meth:`interleave`.
 
         ``on_error`` decides what damaged or unparsable records do: ``"raise"`` (the
         default), ``"skip"``, ``"warn"``, or a callable given each error.
+        ``storage_options`` (credentials, an endpoint) go to the filesystem of URLs.
         """
-        ds = cls(_source(pattern, True, compression, verify, on_error, max_record_bytes))
+        ds = cls(
+            _source(pattern, True, compression, verify, on_error, max_record_bytes, storage_options)
+        )
         if shuffle:
             ds = ds._then(_core.Shuffle(max(1, len(ds._source.files)), _seed(seed)))
         return ds
@@ -101,9 +104,12 @@ class Dataset:
         verify: bool = True,
         on_error: OnError = "raise",
         max_record_bytes: int | None = None,
+        storage_options: StorageOptions = None,
     ) -> Dataset:
         """The records of ``paths``, one file after another (as ``tf.data.TFRecordDataset``)."""
-        return cls(_source(paths, False, compression, verify, on_error, max_record_bytes))
+        return cls(
+            _source(paths, False, compression, verify, on_error, max_record_bytes, storage_options)
+        )
 
     # -- transformations ---------------------------------------------------------------
 
@@ -135,7 +141,9 @@ class Dataset:
             first = self._source.files[:1]
             if not first:
                 raise ValueError("cannot infer a schema from no files; pass one")
-            schema = _fetch_schema(first[0]) if is_url(first[0]) else infer_schema(first[0])
+            opener = self._source.opener
+            options = opener.storage_options if opener is not None else None
+            schema = infer_schema(first[0], storage_options=options)
         return self._then(Parse(_as_schema(schema)))
 
     def decode_image(
@@ -482,22 +490,16 @@ def _source(
     verify: bool,
     on_error: Any,
     max_record_bytes: int | None,
+    storage_options: StorageOptions,
 ) -> Source:
     check_on_error(on_error)
-    files = tuple(expand_paths(paths, urls=True))
-    return Source(files, files_level, compression, verify, on_error, max_record_bytes)
+    files = tuple(expand_paths(paths, storage_options=storage_options))
+    opener = opener_for(files, storage_options)
+    return Source(
+        files, files_level, compression, verify, on_error, max_record_bytes, opener=opener
+    )
 
 
 def _own_cache(op: Cache, suffix: str) -> Cache:
     store = op.store.share(suffix)
     return Cache(store.filename, store)
-
-
-def _fetch_schema(url: str, limit: int = 1 << 20, sample: int = 1000) -> Schema:
-    """A schema inferred from the records in the first ``limit`` bytes of ``url``."""
-    with open_url(url) as f:
-        data = f.read(limit)
-    with tempfile.NamedTemporaryFile(suffix=".tfrecord") as tmp:
-        tmp.write(data)
-        tmp.flush()
-        return infer_schema(tmp.name, sample, on_error="skip")

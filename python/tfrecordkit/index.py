@@ -8,21 +8,31 @@ length first_record records`` per gzip member, each member holding whole records
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from typing import overload
 
 import numpy as np
 
 from . import _core
-from ._paths import atomic_write
+from ._paths import (
+    StorageOptions,
+    atomic_write,
+    exists,
+    file_size,
+    is_url,
+    opener_for,
+    read_bytes,
+    read_ranges,
+    upload,
+)
 from .errors import DataLossError
 
 __all__ = ["RecordIndex", "build_index"]
 
 
-def _load(path: str, columns: int) -> np.ndarray:
-    with open(path, "rb") as f:
-        fields = f.read().split()
+def _load(path: str, columns: int, options: StorageOptions) -> np.ndarray:
+    fields = read_bytes(path, options).split()
     if len(fields) % columns:
         raise DataLossError(f"index has a partial line ({len(fields)} fields)", path=path)
     try:
@@ -37,24 +47,36 @@ def _load(path: str, columns: int) -> np.ndarray:
 class RecordIndex(Sequence[bytes]):
     """The records of one file, by position, through its ``.idx`` or ``.gzi`` sidecar.
 
+    A URL is read with ranged requests, never downloaded whole: one per record, and
+    :meth:`read_many` fetches its records together (``cat_ranges``). ``storage_options``
+    go to the URL's filesystem.
+
     >>> index = RecordIndex("train-00000-of-00008.tfrecord")  # doctest: +SKIP
     >>> len(index), index[41] == list(read_records(index.path))[41]  # doctest: +SKIP
     (2500, True)
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        verify: bool = True,
+        storage_options: StorageOptions = None,
+    ) -> None:
         self.path = os.fspath(path)
         self.verify = verify
-        size = os.path.getsize(self.path)
+        self._options = storage_options
+        self._remote = is_url(self.path)
+        size = file_size(self.path, storage_options)
         self._member: tuple[int, list[bytes]] | None = None
-        if os.path.exists(self.path + ".idx"):
-            self._records = _load(self.path + ".idx", 2)
+        if exists(self.path + ".idx", storage_options):
+            self._records = _load(self.path + ".idx", 2, storage_options)
             self._members = None
             end = int(self._records[-1].sum()) if len(self._records) else 0
             self._length = len(self._records)
-        elif os.path.exists(self.path + ".gzi"):
+        elif exists(self.path + ".gzi", storage_options):
             self._records = None
-            self._members = _load(self.path + ".gzi", 4)
+            self._members = _load(self.path + ".gzi", 4, storage_options)
             end = int(self._members[-1, :2].sum()) if len(self._members) else 0
             self._length = int(self._members[:, 3].sum())
             self._firsts = self._members[:, 2]
@@ -86,6 +108,8 @@ class RecordIndex(Sequence[bytes]):
             raise IndexError(f"record {i} out of range for {n} records")
         if self._records is not None:
             offset, length = self._records[k]
+            if self._remote:
+                return self._fetch([int(offset)], [int(length)])[0]
             return _core.read_record_at(self.path, int(offset), int(length), self.verify)
         m = int(np.searchsorted(self._firsts, k, side="right")) - 1
         return self._member_records(m)[k - int(self._firsts[m])]
@@ -93,7 +117,11 @@ class RecordIndex(Sequence[bytes]):
     def _member_records(self, m: int) -> list[bytes]:
         if self._member is None or self._member[0] != m:
             offset, length, _, count = (int(x) for x in self._members[m])
-            records = _core.read_member(self.path, offset, length, self.verify)
+            if self._remote:
+                (data,) = read_ranges(self.path, [offset], [offset + length], self._options)
+                records = _core.member_records(data, self.path, self.verify)
+            else:
+                records = _core.read_member(self.path, offset, length, self.verify)
             if len(records) != count:
                 raise DataLossError(
                     f"gzip member {m} holds {len(records)} records; the index says {count}",
@@ -109,8 +137,17 @@ class RecordIndex(Sequence[bytes]):
         if self._records is None:
             return [self[i] for i in indices]
         at = self._records[positions(indices, len(self))]
-        pairs = list(zip(at[:, 0].tolist(), at[:, 1].tolist(), strict=True))
+        offsets, lengths = at[:, 0].tolist(), at[:, 1].tolist()
+        if self._remote:
+            return self._fetch(offsets, lengths) if offsets else []
+        pairs = list(zip(offsets, lengths, strict=True))
         return _core.read_records_at(self.path, pairs, self.verify)
+
+    def _fetch(self, offsets: list[int], lengths: list[int]) -> list[bytes]:
+        """Records of a remote file by ranged requests, fetched together."""
+        ends = [o + n for o, n in zip(offsets, lengths, strict=True)]
+        framed = read_ranges(self.path, offsets, ends, self._options)
+        return _core.unframe_records(framed, offsets, self.path, self.verify)
 
 
 def positions(indices: Iterable[int], n: int) -> np.ndarray:
@@ -124,13 +161,22 @@ def positions(indices: Iterable[int], n: int) -> np.ndarray:
     return k
 
 
-def build_index(path: str | os.PathLike[str]) -> str:
+def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions = None) -> str:
     """Writes ``{path}.idx`` for an uncompressed TFRecord file (checking every record);
-    returns the sidecar's path. Compressed files are indexed when written
+    returns the sidecar's path. A URL is streamed once and its index uploaded beside it.
+    Compressed files are indexed when written
     (``RecordWriter(..., "gzip", seekable=True, index=True)``)."""
     path = os.fspath(path)
-    entries = _core.index_records(path)
+    entries = _core.index_records(path, opener_for([path], storage_options))
     target = path + ".idx"
-    with atomic_write(target) as f:
-        f.writelines(f"{offset} {length}\n" for offset, length in entries)
+    lines = (f"{offset} {length}\n" for offset, length in entries)
+    if not is_url(path):
+        with atomic_write(target) as f:
+            f.writelines(lines)
+        return target
+    with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
+        staged = os.path.join(local, "index")
+        with open(staged, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        upload(staged, target, storage_options=storage_options)
     return target

@@ -7,18 +7,20 @@ records, not a buffer) and iteration that can be stopped and resumed exactly.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from ._paths import Paths, expand_paths
+from ._paths import Paths, StorageOptions, exists, expand_paths, is_url
 from .index import RecordIndex, positions
 from .index import build_index as _build_index
 from .schema import Schema, _as_schema, parse_example, parse_examples
 
 __all__ = ["BatchIterator", "IndexedDataset"]
+
+REMOTE_INDEX_FETCHES = 16
 
 
 class IndexedDataset(Sequence[Any]):
@@ -28,7 +30,9 @@ class IndexedDataset(Sequence[Any]):
     Every file needs an index sidecar (written by ``write_dataset``, by
     ``RecordWriter(..., index=True)``, or by ``tfrecordkit index``); ``build_index=True``
     writes missing ones for uncompressed files. Usable as a map-style PyTorch dataset,
-    ``DistributedSampler`` included.
+    ``DistributedSampler`` included. URLs (``s3://bucket/train-*``) are read by ranged
+    requests, a batch's records of one file fetched together; ``storage_options`` go to
+    their filesystem.
 
     >>> ds = IndexedDataset("train-*.tfrecord", schema)  # doctest: +SKIP
     >>> len(ds), ds[12_345]["label"]  # doctest: +SKIP
@@ -41,13 +45,22 @@ class IndexedDataset(Sequence[Any]):
         *,
         build_index: bool = False,
         verify: bool = True,
+        storage_options: StorageOptions = None,
     ) -> None:
-        self.files = expand_paths(paths)
-        if build_index:
-            for f in self.files:
-                if not (os.path.exists(f + ".idx") or os.path.exists(f + ".gzi")):
-                    _build_index(f)
-        self._indexes = [RecordIndex(f, verify=verify) for f in self.files]
+        self.files = expand_paths(paths, storage_options=storage_options)
+        options = storage_options
+
+        def indexed(f: str) -> RecordIndex:
+            if build_index and not (exists(f + ".idx", options) or exists(f + ".gzi", options)):
+                _build_index(f, storage_options=options)
+            return RecordIndex(f, verify=verify, storage_options=options)
+
+        if any(is_url(f) for f in self.files):
+            # Each remote index costs a few small requests: fetch them side by side.
+            with ThreadPoolExecutor(REMOTE_INDEX_FETCHES) as pool:
+                self._indexes = list(pool.map(indexed, self.files))
+        else:
+            self._indexes = [indexed(f) for f in self.files]
         self._starts = np.cumsum([0, *(len(i) for i in self._indexes)])
         self.schema: Schema | None = None if schema is None else _as_schema(schema)
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import _core
-from ._paths import atomic_write
+from ._paths import StorageOptions, atomic_write, read_bytes
 from .schema import Schema
 
 __all__ = ["SHARD_RE", "Manifest", "ShardInfo", "manifest_path", "shard_name"]
@@ -116,13 +116,19 @@ class Manifest:
         )
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Manifest:
-        """Reads a manifest file, or the manifest of a dataset prefix."""
+    def load(
+        cls, path: str | os.PathLike[str], *, storage_options: StorageOptions = None
+    ) -> Manifest:
+        """Reads a manifest file, or the manifest of a dataset prefix; a URL is read
+        through its filesystem, opened with ``storage_options``.
+
+        >>> Manifest.load("s3://bucket/data/train").files  # doctest: +SKIP
+        ['s3://bucket/data/train-00000-of-00004.tfrecord', ...]
+        """
         path = os.fspath(path)
         if not path.endswith(".manifest.json"):
             path += ".manifest.json"
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f), path)
+        return cls.from_dict(json.loads(read_bytes(path, storage_options)), path)
 
     def save(self, *, replace: bool = True) -> None:
         """Writes the manifest to :attr:`path`, atomically. Without ``replace``, an

@@ -10,7 +10,16 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from . import _core
-from ._paths import PathLike, Paths, expand_paths
+from ._paths import (
+    PathLike,
+    Paths,
+    StorageOptions,
+    expand_paths,
+    file_size,
+    is_url,
+    opener_for,
+    read_bytes,
+)
 from ._policy import OnError, check_on_error, policed
 from .example import decode_example
 from .manifest import SHARD_RE, Manifest, manifest_path
@@ -44,12 +53,15 @@ def read_records(
     poll_interval: float = 0.25,
     max_record_bytes: int | None = None,
     report: ReadReport | None = None,
+    storage_options: StorageOptions = None,
 ) -> Iterator[bytes]:
     """Iterates over the records of one or more TFRecord files, in order.
 
     ``paths`` is a path, a glob pattern or a list of them. ``compression`` is ``"auto"``
     (detected from the stream and the file name), ``None``, ``"gzip"`` or ``"zlib"``.
-    ``verify`` checks every record's data CRC (length CRCs are always checked).
+    ``verify`` checks every record's data CRC (length CRCs are always checked). Paths may
+    be fsspec URLs (``s3://bucket/train-*``), streamed in large blocks fetched ahead of
+    the reader; ``storage_options`` (credentials, an endpoint) go to their filesystem.
 
     On damage, ``on_error="raise"`` raises a :class:`~tfrecordkit.errors.DataLossError`
     subclass naming the file, offset and record; ``"skip"`` steps over a record whose data
@@ -69,7 +81,9 @@ def read_records(
     >>> for record in read_records("data/*.tfrecord"):  # doctest: +SKIP
     ...     example = decode_example(record)
     """
-    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync, follow)
+    reader = _open(
+        paths, compression, verify, on_error, max_record_bytes, resync, storage_options, follow
+    )
 
     def batches() -> Iterator[list[bytes]]:
         return _batches(lambda: reader.read_batch(512), on_error, reader, report)
@@ -106,13 +120,14 @@ def read_batches(
     resync: bool = False,
     max_record_bytes: int | None = None,
     report: ReadReport | None = None,
+    storage_options: StorageOptions = None,
 ) -> Iterator[list[bytes]]:
     """Like :func:`read_records`, but yields lists of up to ``batch_size`` records.
 
     Batches run across file boundaries; one is shorter only at the end, or where damage
     was skipped.
     """
-    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync)
+    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync, storage_options)
     return _batches(lambda: reader.read_batch(batch_size), on_error, reader, report)
 
 
@@ -127,6 +142,7 @@ def read_examples(
     resync: bool = False,
     max_record_bytes: int | None = None,
     report: ReadReport | None = None,
+    storage_options: StorageOptions = None,
 ) -> Iterator[dict[str, Any]]:
     """Reads and parses Examples in batches: each item is what :func:`parse_examples`
     returns for up to ``batch_size`` records. Reading, checksums and parsing all run in
@@ -139,7 +155,7 @@ def read_examples(
     schema = _as_schema(schema)
     compiled = schema.compiled()
     keys = list(schema)
-    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync)
+    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync, storage_options)
     batches = _batches(lambda: reader.read_parsed(compiled, batch_size), on_error, reader, report)
     return ({k: _assemble(*p) for k, p in zip(keys, parsed, strict=True)} for parsed in batches)
 
@@ -151,11 +167,15 @@ def _open(
     on_error: object,
     max_record_bytes: int | None,
     resync: bool,
+    storage_options: StorageOptions,
     follow: bool = False,
 ) -> _core.RecordReader:
     check_on_error(on_error)
-    files = expand_paths(paths)
-    return _core.RecordReader(files, compression, verify, max_record_bytes, resync, follow)
+    files = expand_paths(paths, storage_options=storage_options)
+    opener = opener_for(files, storage_options)
+    if follow and opener is not None:
+        raise ValueError("follow=True reads local files only")
+    return _core.RecordReader(files, compression, verify, max_record_bytes, resync, follow, opener)
 
 
 T = TypeVar("T")
@@ -175,30 +195,37 @@ def _batches(
             report.count(reader.delivered())
 
 
-def count(paths: Paths, *, compression: str | None = "auto") -> int:
-    """Counts the records in one or more TFRecord files.
+def count(
+    paths: Paths, *, compression: str | None = "auto", storage_options: StorageOptions = None
+) -> int:
+    """Counts the records in one or more TFRecord files (local paths or URLs).
 
     Answers without reading a file when its dataset manifest (written by
-    :func:`write_dataset`) or its ``.idx`` sidecar describes it and agrees with its size;
-    otherwise scans it, checking length checksums.
+    :func:`write_dataset`) or its ``.idx`` sidecar describes it and agrees with its size
+    (for a URL: one small request each, not the shard's bytes); otherwise scans it,
+    checking length checksums.
     """
     manifests: dict[str, Any] = {}
     total = 0
-    for path in expand_paths(paths):
-        known = _known_count(path, manifests)
-        total += known if known is not None else _core.count_records(path, compression)
+    files = expand_paths(paths, storage_options=storage_options)
+    opener = opener_for(files, storage_options)
+    for path in files:
+        known = _known_count(path, manifests, storage_options)
+        if known is None:
+            known = _core.count_records(path, compression, opener)
+        total += known
     return total
 
 
-def _known_count(path: str, manifests: dict[str, Any]) -> int | None:
-    size = os.path.getsize(path)
-    name = os.path.basename(path)
+def _known_count(path: str, manifests: dict[str, Any], options: StorageOptions) -> int | None:
+    size = file_size(path, options)
+    name = path.rsplit("/", 1)[-1] if is_url(path) else os.path.basename(path)
     m = SHARD_RE.match(name)
     if m:
-        mpath = manifest_path(os.path.join(os.path.dirname(path), m.group("prefix")))
+        mpath = manifest_path(path[: len(path) - len(name)] + m.group("prefix"))
         if mpath not in manifests:
             try:
-                manifests[mpath] = Manifest.load(mpath)
+                manifests[mpath] = Manifest.load(mpath, storage_options=options)
             except (OSError, ValueError, KeyError, TypeError):
                 manifests[mpath] = None
         manifest = manifests[mpath]
@@ -206,17 +233,16 @@ def _known_count(path: str, manifests: dict[str, Any]) -> int | None:
             for shard in manifest.shards:
                 if shard.file == name and shard.bytes == size:
                     return shard.records
-    known = _index_count(path + ".idx", size, 2)
-    return known if known is not None else _index_count(path + ".gzi", size, 4)
+    known = _index_count(path + ".idx", size, 2, options)
+    return known if known is not None else _index_count(path + ".gzi", size, 4, options)
 
 
-def _index_count(index: str, size: int, columns: int) -> int | None:
+def _index_count(index: str, size: int, columns: int, options: StorageOptions) -> int | None:
     """Records listed by an index sidecar whose entries end exactly at ``size``: ``offset
     length`` per record (``.idx``), or ``offset length first records`` per gzip member
     (``.gzi``)."""
     try:
-        with open(index, "rb") as f:
-            fields = f.read().split()
+        fields = read_bytes(index, options).split()
         table = [int(x) for x in fields]
     except (OSError, ValueError):
         return None
@@ -232,7 +258,7 @@ def _index_count(index: str, size: int, columns: int) -> int | None:
 
 def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema:
     """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
-    :class:`SchemaGuess`).
+    :class:`SchemaGuess`); ``read_kwargs`` go to :func:`read_records`.
 
     >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
     Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})

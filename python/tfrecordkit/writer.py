@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
@@ -13,7 +14,15 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._paths import filesystem, is_url, remove
+from ._paths import (
+    CLAIM_SUFFIX,
+    StorageOptions,
+    as_url,
+    filesystem,
+    is_url,
+    remove,
+    upload,
+)
 from .errors import SchemaError
 from .example import decode_example, encode_example
 from .manifest import (
@@ -175,40 +184,69 @@ def _plan_shards(
 
 
 def _write_remote(
-    fs: Any, url_prefix: str, path: str, data: Any, kwargs: dict[str, Any]
+    url_prefix: str, data: Any, kwargs: dict[str, Any], options: StorageOptions
 ) -> Manifest:
     """Writes the dataset locally, then uploads the shards and, last, the manifest.
 
-    Object stores have no atomic rename, so the guarantee is weaker than on a local disk: a
-    dataset is complete once its manifest exists; a failed or killed upload can leave
-    shards without a manifest, which the next ``overwrite=True`` write replaces.
+    Object stores cannot rename, so a writer first claims the prefix with an exclusive
+    create of ``{prefix}.writing`` (S3's conditional put): of two writers racing for one
+    prefix, one claims it and the other raises ``FileExistsError`` before uploading
+    anything. The manifest is put the same way, so a finished dataset is never replaced
+    without ``overwrite``. A dataset is complete once its manifest exists; a killed writer
+    leaves its claim, which ``overwrite=True`` (or removing it) clears.
     """
+    import json
+    import socket
     import tempfile
 
-    protocol = url_prefix[: url_prefix.index("://") + 3]
-    stem = os.path.basename(path)
-    pattern = f"{path}{SHARD_GLOB}"
-    previous = sorted(fs.glob(pattern)) + [p for p in (manifest_path(path),) if fs.exists(p)]
-    if previous and not kwargs["overwrite"]:
-        raise FileExistsError(
-            errno.EEXIST,
-            "a dataset already exists here; pass overwrite=True to replace it",
-            protocol + previous[0],
-        )
+    fs, path = filesystem(url_prefix, "writing to", options)
+    overwrite = kwargs["overwrite"]
+    claim = url_prefix + CLAIM_SUFFIX
+    stem = path.rsplit("/", 1)[-1]
     with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
-        manifest = write_dataset(data, os.path.join(local, stem), **kwargs)
-        names = [s.file for s in manifest.shards]
-        sidecars = [n + ext for n in names for ext in (".idx", ".gzi")]
-        uploads = [n for n in names + sidecars if os.path.exists(os.path.join(local, n))]
-        directory = os.path.dirname(path)
-        for name in uploads:
-            fs.put_file(os.path.join(local, name), f"{directory}/{name}")
-        fs.put_file(manifest.path, manifest_path(path))
-    uploaded = {f"{directory}/{n}" for n in uploads} | {manifest_path(path)}
-    for stale in previous:
-        if stale not in uploaded:
-            fs.rm_file(stale)
-    manifest.path = protocol + manifest_path(path)
+        note = os.path.join(local, "claim.json")
+        with open(note, "w", encoding="utf-8") as f:
+            json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)
+        try:
+            upload(note, claim, replace=overwrite, storage_options=options)
+        except FileExistsError:
+            raise FileExistsError(
+                errno.EEXIST,
+                "another writer is writing a dataset here (if it was killed, remove this "
+                "claim or pass overwrite=True)",
+                claim,
+            ) from None
+        try:
+            previous = sorted(fs.glob(f"{path}{SHARD_GLOB}"))
+            previous += [p for p in (manifest_path(path),) if fs.exists(p)]
+            if previous and not overwrite:
+                raise FileExistsError(
+                    errno.EEXIST,
+                    "a dataset already exists here; pass overwrite=True to replace it",
+                    as_url(url_prefix, previous[0]),
+                )
+            manifest = write_dataset(data, os.path.join(local, stem), **kwargs)
+            names = [s.file for s in manifest.shards]
+            sidecars = [n + ext for n in names for ext in (".idx", ".gzi")]
+            uploads = [n for n in names + sidecars if os.path.exists(os.path.join(local, n))]
+            directory = url_prefix[: len(url_prefix) - len(stem)]
+            for name in uploads:
+                upload(os.path.join(local, name), directory + name, storage_options=options)
+            upload(
+                manifest.path,
+                manifest_path(url_prefix),
+                replace=overwrite,
+                storage_options=options,
+            )
+            kept = {f"{path[: len(path) - len(stem)]}{n}" for n in uploads}
+            kept.add(manifest_path(path))
+            for stale in previous:
+                if stale not in kept:
+                    fs.rm_file(stale)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                fs.rm_file(path + CLAIM_SUFFIX)
+    manifest.path = manifest_path(url_prefix)
     return manifest
 
 
@@ -226,6 +264,7 @@ def write_dataset(
     overwrite: bool = False,
     progress: bool = True,
     seekable: bool = False,
+    storage_options: StorageOptions = None,
 ) -> Manifest:
     """Writes ``data`` as TFRecord shards ``{prefix}-SSSSS-of-NNNNN.tfrecord`` and a manifest.
 
@@ -246,7 +285,8 @@ def write_dataset(
     file. An existing dataset at ``prefix`` is refused unless ``overwrite=True``. A URL
     prefix (``s3://``, ``gs://``, ``memory://``, any fsspec filesystem) is written locally
     first and uploaded, the manifest last: there, a dataset is complete once its manifest
-    exists, since object stores cannot rename atomically.
+    exists, since object stores cannot rename atomically; ``storage_options`` (credentials,
+    an endpoint) go to its filesystem.
     ``index=True`` writes ``.idx`` sidecars for uncompressed shards; with
     ``compression="gzip", seekable=True`` shards are written as gzip members of whole records
     (ordinary GZIP to TensorFlow) indexed by ``.gzi`` sidecars, for random access. Returns
@@ -274,8 +314,7 @@ def write_dataset(
             "progress": progress,
             "seekable": seekable,
         }
-        fs, path = filesystem(prefix, "writing to")
-        return _write_remote(fs, prefix, path, data, kwargs)
+        return _write_remote(prefix, data, kwargs, storage_options)
     directory = os.path.dirname(os.path.abspath(prefix))
     os.makedirs(directory, exist_ok=True)
     previous = existing_files(prefix)

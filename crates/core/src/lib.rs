@@ -10,6 +10,7 @@ pub mod image;
 pub mod parse;
 pub mod pipeline;
 pub mod reader;
+pub mod source;
 pub mod wire;
 pub mod writer;
 
@@ -22,9 +23,10 @@ pub use example::{
 };
 pub use parse::{parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind};
 pub use reader::{
-    count_records, index_records, read_member, read_record_at, read_records_at, MultiFileReader,
-    ReadOptions, RecordBatch, RecordReader,
+    count_records, index_records, member_records, read_member, read_record_at, read_records_at,
+    unframe_record, MultiFileReader, ReadOptions, RecordBatch, RecordReader,
 };
+pub use source::{Opened, Opener, SharedOpener, SourceReader};
 pub use writer::{
     commit_shard, frame_record, index_path, rename_file, Finished, RecordWriter, WriteOptions,
 };

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::compression::{suggest, Compression, Decoder};
 use crate::crc::masked_crc32c;
 use crate::error::{Error, Result};
+use crate::source::{SharedOpener, SourceReader};
 
 /// Header and footer sizes of one framed record.
 pub const HEADER_LEN: usize = 12;
@@ -575,18 +576,21 @@ impl RecordBatch {
 pub struct MultiFileReader {
     paths: Vec<String>,
     opts: ReadOptions,
+    opener: SharedOpener,
     next_file: usize,
-    current: Option<FileRecordReader>,
+    current: Option<SourceReader>,
     pending: Option<Error>,
     /// Records delivered from each file so far.
     delivered: Vec<u64>,
 }
 
 impl MultiFileReader {
-    pub fn new(paths: Vec<String>, opts: ReadOptions) -> Self {
+    /// Reads `paths` in order; those `opener` claims (URLs) through it.
+    pub fn new(paths: Vec<String>, opts: ReadOptions, opener: SharedOpener) -> Self {
         MultiFileReader {
             paths,
             opts,
+            opener,
             next_file: 0,
             current: None,
             pending: None,
@@ -629,13 +633,13 @@ impl MultiFileReader {
                 let path = &self.paths[self.next_file];
                 self.next_file += 1;
                 self.delivered.push(0);
-                match FileRecordReader::open(path, &self.opts) {
+                match SourceReader::open(path, &self.opts, &self.opener) {
                     Ok(r) => self.current = Some(r),
                     Err(e) => return self.defer(out, e),
                 }
             }
             let reader = self.current.as_mut().expect("a file is open");
-            match reader.next_record_into(&mut out.data) {
+            match reader.next_into(&mut out.data) {
                 Ok(true) => {
                     out.ends.push(out.data.len());
                     self.delivered[self.next_file - 1] += 1;
@@ -664,16 +668,23 @@ impl MultiFileReader {
     }
 }
 
-/// Counts the records of one file (length CRCs checked, data CRCs not).
-pub fn count_records(path: &str, compression: Option<Compression>) -> Result<u64> {
+/// Counts the records of one file (length CRCs checked, data CRCs not); `opener` opens
+/// it when it is a URL.
+pub fn count_records(
+    path: &str,
+    compression: Option<Compression>,
+    opener: &SharedOpener,
+) -> Result<u64> {
     let opts = ReadOptions {
         compression,
         verify: false,
         ..ReadOptions::default()
     };
-    let mut reader = FileRecordReader::open(path, &opts)?;
+    let mut reader = SourceReader::open(path, &opts, opener)?;
     let mut n = 0;
-    while reader.next_record()?.is_some() {
+    let mut scratch = Vec::new();
+    while reader.next_into(&mut scratch)? {
+        scratch.clear();
         n += 1;
     }
     Ok(n)
@@ -730,6 +741,12 @@ fn record_in(buf: Vec<u8>, path: &str, offset: u64, verify: bool) -> Result<Vec<
     }
 }
 
+/// The one record framed in `framed` (an `.idx` entry's bytes, fetched from `offset` of
+/// `path`), its checksums checked.
+pub fn unframe_record(framed: Vec<u8>, path: &str, offset: u64, verify: bool) -> Result<Vec<u8>> {
+    record_in(framed, path, offset, verify)
+}
+
 /// Reads the one record framed in `framed_len` bytes at `offset` of an uncompressed file
 /// (an `.idx` entry), checking its checksums.
 pub fn read_record_at(path: &str, offset: u64, framed_len: u64, verify: bool) -> Result<Vec<u8>> {
@@ -753,13 +770,17 @@ pub fn read_records_at(path: &str, positions: &[(u64, u64)], verify: bool) -> Re
 /// Reads every record of the gzip member of `len` compressed bytes at `offset` (a `.gzi`
 /// entry of a seekable gzip file).
 pub fn read_member(path: &str, offset: u64, len: u64, verify: bool) -> Result<Vec<Vec<u8>>> {
-    let buf = read_range(path, offset, len)?;
+    member_records(&read_range(path, offset, len)?, path, verify)
+}
+
+/// Every record of one gzip member's bytes (fetched from a seekable gzip file `path`).
+pub fn member_records(buf: &[u8], path: &str, verify: bool) -> Result<Vec<Vec<u8>>> {
     let opts = ReadOptions {
         compression: Some(Compression::Gzip),
         verify,
         ..ReadOptions::default()
     };
-    let mut reader = RecordReader::new(&buf[..], Compression::Gzip, path, &opts);
+    let mut reader = RecordReader::new(buf, Compression::Gzip, path, &opts);
     let mut out = Vec::new();
     loop {
         match reader.next_record() {
@@ -771,19 +792,21 @@ pub fn read_member(path: &str, offset: u64, len: u64, verify: bool) -> Result<Ve
 }
 
 /// The `(offset, framed length)` of every record of an uncompressed file, checksums
-/// checked: the content of its `.idx` sidecar.
-pub fn index_records(path: &str) -> Result<Vec<(u64, u64)>> {
+/// checked: the content of its `.idx` sidecar. `opener` opens it when it is a URL.
+pub fn index_records(path: &str, opener: &SharedOpener) -> Result<Vec<(u64, u64)>> {
     let opts = ReadOptions {
         compression: Some(Compression::None),
         ..ReadOptions::default()
     };
-    let mut reader = FileRecordReader::open(path, &opts)?;
+    let mut reader = SourceReader::open(path, &opts, opener)?;
     let mut out = Vec::new();
+    let mut scratch = Vec::new();
     loop {
-        let at = reader.offset();
-        match reader.next_record()? {
-            Some(r) => out.push((at, r.len() as u64 + 16)),
-            None => return Ok(out),
+        let (_, at) = reader.position();
+        scratch.clear();
+        if !reader.next_into(&mut scratch)? {
+            return Ok(out);
         }
+        out.push((at, scratch.len() as u64 + 16));
     }
 }

@@ -146,7 +146,7 @@ fn writer_is_atomic_and_readers_see_all_files() {
         assert!(!path.exists(), "final name appears only at close");
         w.close().unwrap();
         assert!(path.exists());
-        assert_eq!(count_records(&p, None).unwrap(), 2);
+        assert_eq!(count_records(&p, None, &None).unwrap(), 2);
         paths.push(p);
     }
     let mut aborted =
@@ -159,7 +159,7 @@ fn writer_is_atomic_and_readers_see_all_files() {
         "no temporaries left"
     );
 
-    let mut reader = MultiFileReader::new(paths, ReadOptions::default());
+    let mut reader = MultiFileReader::new(paths, ReadOptions::default(), None);
     let mut batch = RecordBatch::default();
     let mut total = 0;
     loop {

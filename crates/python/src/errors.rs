@@ -1,7 +1,8 @@
 //! Maps core errors onto the one exception hierarchy in `tfrecordkit.errors`.
 
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError, PyValueError,
+    PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError, PyTimeoutError,
+    PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -60,6 +61,7 @@ fn os_error(err: &Error) -> PyErr {
         Some(io::ErrorKind::NotFound) => PyFileNotFoundError::new_err((2, msg, path)),
         Some(io::ErrorKind::PermissionDenied) => PyPermissionError::new_err((13, msg, path)),
         Some(io::ErrorKind::IsADirectory) => PyIsADirectoryError::new_err((21, msg, path)),
+        Some(io::ErrorKind::TimedOut) => PyTimeoutError::new_err((110, msg, path)),
         _ => PyOSError::new_err((0, msg, path)),
     }
 }

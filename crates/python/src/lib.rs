@@ -7,6 +7,7 @@ use tfrecordkit_core::Feature;
 mod convert;
 mod errors;
 mod image;
+mod opener;
 mod parse;
 mod pipeline;
 mod records;
@@ -93,6 +94,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records::masked_crc32c, m)?)?;
     m.add_function(wrap_pyfunction!(records::read_record_at, m)?)?;
     m.add_function(wrap_pyfunction!(records::read_member, m)?)?;
+    m.add_function(wrap_pyfunction!(records::member_records, m)?)?;
+    m.add_function(wrap_pyfunction!(records::unframe_records, m)?)?;
     m.add_function(wrap_pyfunction!(records::index_records, m)?)?;
     m.add_function(wrap_pyfunction!(records::read_records_at, m)?)?;
     m.add_function(wrap_pyfunction!(records::frame_record, m)?)?;

@@ -1,6 +1,5 @@
 //! The streaming pipeline: plan conversion, remote streams and output units.
 
-use std::io::{self, Read};
 use std::sync::Arc;
 
 use numpy::IntoPyArray;
@@ -8,9 +7,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use tfrecordkit_core::pipeline::{
-    Cache, Decoded, FileOp, ImageStage, OnError, Opener, Payload, Plan, RecordOp,
+    Cache, Decoded, FileOp, ImageStage, OnError, Payload, Plan, RecordOp,
 };
-use tfrecordkit_core::{Compression, Error, ReadOptions};
+use tfrecordkit_core::{Compression, ReadOptions};
 
 use crate::errors::IntoPyResult;
 use crate::image::{pixels_to_py, ImageSpec};
@@ -40,57 +39,6 @@ impl PipelineCache {
     #[getter]
     fn complete(&self) -> bool {
         self.inner.is_complete()
-    }
-}
-
-/// Opens URLs through a Python callable returning a binary file object.
-struct PyOpener {
-    open: Py<PyAny>,
-}
-
-struct PyStream {
-    file: Py<PyAny>,
-}
-
-impl Read for PyStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        Python::attach(|py| {
-            let data = self
-                .file
-                .bind(py)
-                .call_method1("read", (buf.len(),))
-                .map_err(|e| io::Error::other(e.to_string()))?;
-            let data = data
-                .cast::<PyBytes>()
-                .map_err(|e| io::Error::other(e.to_string()))?
-                .as_bytes();
-            let n = data.len().min(buf.len());
-            buf[..n].copy_from_slice(&data[..n]);
-            Ok(n)
-        })
-    }
-}
-
-impl Drop for PyStream {
-    fn drop(&mut self) {
-        Python::attach(|py| {
-            let _ = self.file.bind(py).call_method0("close");
-        });
-    }
-}
-
-impl Opener for PyOpener {
-    fn open(&self, path: &str) -> Option<tfrecordkit_core::Result<Box<dyn Read + Send>>> {
-        if !path.contains("://") {
-            return None;
-        }
-        Some(Python::attach(|py| {
-            self.open
-                .bind(py)
-                .call1((path,))
-                .map(|f| Box::new(PyStream { file: f.unbind() }) as Box<dyn Read + Send>)
-                .map_err(|e| Error::io(io::Error::other(e.to_string()), Some(path)))
-        }))
     }
 }
 
@@ -373,8 +321,9 @@ impl Pipeline {
     #[new]
     fn new(py: Python<'_>, plan: PlanSpec<'_>) -> PyResult<Self> {
         let (plan, opener) = plan.plan(py)?;
-        let opener = opener.map(|open| Arc::new(PyOpener { open }) as Arc<dyn Opener>);
-        let inner = tfrecordkit_core::pipeline::Pipeline::start(plan, opener).py_err(py)?;
+        let inner =
+            tfrecordkit_core::pipeline::Pipeline::start(plan, crate::opener::shared(opener))
+                .py_err(py)?;
         Ok(Pipeline { inner })
     }
 

@@ -29,7 +29,8 @@ pub struct RecordReader {
 #[pymethods]
 impl RecordReader {
     #[new]
-    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false, follow=false))]
+    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false, follow=false, opener=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         paths: Vec<String>,
@@ -38,6 +39,7 @@ impl RecordReader {
         max_record_bytes: Option<u64>,
         resync: bool,
         follow: bool,
+        opener: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let mut opts = ReadOptions {
             compression: compression_arg(py, compression)?,
@@ -50,7 +52,7 @@ impl RecordReader {
             opts.max_record_bytes = m;
         }
         Ok(RecordReader {
-            inner: MultiFileReader::new(paths, opts),
+            inner: MultiFileReader::new(paths, opts, crate::opener::shared(opener)),
             batch: RecordBatch::default(),
         })
     }
@@ -258,13 +260,60 @@ fn finished_dict<'py>(py: Python<'py>, f: &Finished) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
-/// Counts the records of one file (length checksums verified).
+/// Counts the records of one file (length checksums verified); `opener` opens URLs.
 #[pyfunction]
-#[pyo3(signature = (path, compression="auto"))]
-pub fn count_records(py: Python<'_>, path: &str, compression: Option<&str>) -> PyResult<u64> {
+#[pyo3(signature = (path, compression="auto", opener=None))]
+pub fn count_records(
+    py: Python<'_>,
+    path: &str,
+    compression: Option<&str>,
+    opener: Option<Py<PyAny>>,
+) -> PyResult<u64> {
     let compression = compression_arg(py, compression)?;
-    py.detach(|| tfrecordkit_core::count_records(path, compression))
+    let opener = crate::opener::shared(opener);
+    py.detach(|| tfrecordkit_core::count_records(path, compression, &opener))
         .py_err(py)
+}
+
+/// The records framed in `framed` (`.idx` entries' bytes, fetched from `offsets` of
+/// `path`), their checksums checked.
+#[pyfunction]
+#[pyo3(signature = (framed, offsets, path, verify=true))]
+pub fn unframe_records<'py>(
+    py: Python<'py>,
+    framed: Vec<Vec<u8>>,
+    offsets: Vec<u64>,
+    path: &str,
+    verify: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    if framed.len() != offsets.len() {
+        return Err(PyValueError::new_err("framed and offsets differ in length"));
+    }
+    let records = py
+        .detach(|| {
+            framed
+                .into_iter()
+                .zip(offsets)
+                .map(|(buf, offset)| tfrecordkit_core::unframe_record(buf, path, offset, verify))
+                .collect::<tfrecordkit_core::Result<Vec<_>>>()
+        })
+        .py_err(py)?;
+    PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+}
+
+/// Every record of one gzip member's bytes, `data`, fetched from a seekable gzip `path`.
+#[pyfunction]
+#[pyo3(signature = (data, path, verify=true))]
+pub fn member_records<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    path: &str,
+    verify: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let records = py
+        .detach(|| tfrecordkit_core::member_records(data, path, verify))
+        .py_err(py)?;
+    PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
 }
 
 /// The record framed in `length` bytes at `offset` of an uncompressed file.
@@ -299,10 +348,17 @@ pub fn read_member<'py>(
     PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
 }
 
-/// `(offset, framed length)` of every record of an uncompressed file, checksums checked.
+/// `(offset, framed length)` of every record of an uncompressed file, checksums checked;
+/// `opener` opens URLs.
 #[pyfunction]
-pub fn index_records(py: Python<'_>, path: &str) -> PyResult<Vec<(u64, u64)>> {
-    py.detach(|| tfrecordkit_core::index_records(path))
+#[pyo3(signature = (path, opener=None))]
+pub fn index_records(
+    py: Python<'_>,
+    path: &str,
+    opener: Option<Py<PyAny>>,
+) -> PyResult<Vec<(u64, u64)>> {
+    let opener = crate::opener::shared(opener);
+    py.detach(|| tfrecordkit_core::index_records(path, &opener))
         .py_err(py)
 }
 

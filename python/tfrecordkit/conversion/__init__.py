@@ -36,14 +36,17 @@ def convert(
     workers: int | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ConversionSummary:
     """Converts a table of images and labels into TFRecord splits.
 
     ``source`` is a CSV path, a Parquet path, a pandas DataFrame, or a directory tree
-    ``SPLIT/LABEL/*.jpg``. ``schema`` maps column names to roles: ``"split"`` (TRAIN,
-    VALIDATION or TEST, any case), ``"image_uri"`` (a local path or any fsspec URL),
-    ``"label"``, and ``"integer"`` / ``"float"`` / ``"string"`` for other inputs; the
-    default is ``{"split": "split", "image_uri": "image_uri", "label": "label"}``.
+    ``SPLIT/LABEL/*.jpg``; the table, the images and ``output_dir`` may be URLs
+    (``s3://``, ``gs://``...), reached with ``storage_options``. ``schema`` maps column
+    names to roles: ``"split"`` (TRAIN, VALIDATION or TEST, any case), ``"image_uri"``
+    (a local path or any fsspec URL), ``"label"``, and ``"integer"`` / ``"float"`` /
+    ``"string"`` for other inputs; the default is
+    ``{"split": "split", "image_uri": "image_uri", "label": "label"}``.
 
     Each image is stored as its encoded bytes (``image``), with ``image_height``,
     ``image_width``, ``image_channels`` and ``image_format``; ``image_size=(h, w)`` resizes
@@ -66,7 +69,7 @@ def convert(
     """
     started = time.monotonic()
     output_dir = os.fspath(output_dir)
-    columns, rows = read_table(source)
+    columns, rows = read_table(source, storage_options)
     roles = check_roles(schema, columns)
     by_role = {role: col for col, role in roles.items() if role in ("split", "image_uri", "label")}
     job = Job(
@@ -84,6 +87,7 @@ def convert(
         overwrite=overwrite,
         progress=progress,
         started=started,
+        storage_options=storage_options,
     )
     if runner.lower() == "local":
         return convert_locally(job)

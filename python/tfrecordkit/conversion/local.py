@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .._paths import atomic_write, remove
+from .._paths import StorageOptions, exists, is_url, read_bytes, remove, remove_url, write_file
 from .._stages import ordered_map
 from ..dataset import Dataset
 from ..example import decode_example
-from ..manifest import Manifest, existing_files, manifest_path
+from ..manifest import Manifest, manifest_path
 from ..records import read_records
 from ..schema import Schema
 from ..writer import SKIPPED, Progress, write_dataset
@@ -42,7 +42,9 @@ def convert_locally(job: Job) -> ConversionSummary:
     then each split's rows are read again, their images loaded on threads a few at a time
     and written to shards as they come. Memory does not grow with the table."""
     columns, by_role, output_dir = job.columns, job.by_role, job.output_dir
-    os.makedirs(output_dir, exist_ok=True)
+    options = job.storage_options
+    if not is_url(output_dir):
+        os.makedirs(output_dir, exist_ok=True)
     discarded: list[dict[str, Any]] = []
     label_col = by_role.get("label")
 
@@ -84,11 +86,11 @@ def convert_locally(job: Job) -> ConversionSummary:
                 compression=job.compression,
                 overwrite=job.overwrite,
                 progress=False,
+                storage_options=options,
             )
             if not manifest.records:
                 # A split whose rows all failed: its empty shards are not kept.
-                for path in existing_files(os.path.join(output_dir, split.lower())):
-                    remove(path)
+                _remove_split(manifest, options)
                 continue
             summary.rows[split] = manifest.records
             summary.bytes += manifest.bytes
@@ -96,16 +98,28 @@ def convert_locally(job: Job) -> ConversionSummary:
     finally:
         bar.close()
     if vocab is not None:
-        with atomic_write(os.path.join(output_dir, "labels.txt")) as f:
-            f.writelines(v + "\n" for v in vocab)
+        write_file(
+            os.path.join(output_dir, "labels.txt"), "".join(v + "\n" for v in vocab), options
+        )
     discarded.sort(key=lambda d: d["row"])
-    write_discarded(os.path.join(output_dir, "discarded.csv"), columns, discarded)
+    write_discarded(os.path.join(output_dir, "discarded.csv"), columns, discarded, options)
     summary.discarded = len(discarded)
     summary.seconds = time.monotonic() - job.started
-    write_side_files(output_dir, summary, written_schema)
+    write_side_files(output_dir, summary, written_schema, options)
     if job.progress:
         print(summary)
     return summary
+
+
+def _remove_split(manifest: Manifest, options: StorageOptions) -> None:
+    """Removes a written split: its shards, their sidecars and its manifest."""
+    files = [*manifest.files, manifest.path]
+    files += [f + ext for f in manifest.files for ext in (".idx", ".gzi")]
+    for path in files:
+        if is_url(path):
+            remove_url(path, options)
+        else:
+            remove(path)
 
 
 class _Sized:
@@ -152,7 +166,8 @@ def _examples(
 
     def load(item: tuple[int, dict[str, Any]]) -> Any:
         try:
-            return load_image(str(item[1][uri_col]), job.image_size, job.image_format)
+            uri = str(item[1][uri_col])
+            return load_image(uri, job.image_size, job.image_format, job.storage_options)
         except (OSError, ValueError) as err:
             return err
 
@@ -177,6 +192,7 @@ def contact_sheet(
     out: str | os.PathLike[str] = "sheet.png",
     *,
     thumb: int = 128,
+    storage_options: StorageOptions = None,
 ) -> str:
     """Draws the first ``n`` images of a converted split with their labels into one PNG.
 
@@ -186,7 +202,7 @@ def contact_sheet(
 
     pattern = os.path.join(os.fspath(output_dir), f"{split.lower()}-*")
     tiles: list[tuple[Image.Image, str]] = []
-    for record in read_records(pattern):
+    for record in read_records(pattern, storage_options=storage_options):
         if len(tiles) >= n:
             break
         ex = decode_example(record)
@@ -224,28 +240,33 @@ def load(
     seed: int | None = None,
     cycle_length: int = -1,
     on_error: Any = "raise",
+    storage_options: StorageOptions = None,
 ) -> Any:
-    """The ``split`` of a :func:`convert` output as a :class:`tfrecordkit.Dataset` of parsed
-    Examples, with the schema saved beside it; add ``shuffle``, ``batch`` and the rest.
+    """The ``split`` of a :func:`convert` output (a directory or a URL) as a
+    :class:`tfrecordkit.Dataset` of parsed Examples, with the schema saved beside it; add
+    ``shuffle``, ``batch`` and the rest.
 
     >>> ds = tfr.load("out", "train").shuffle(1000, seed=0).batch(32)  # doctest: +SKIP
+    >>> ds = tfr.load("s3://bucket/out", "validation")  # doctest: +SKIP
     """
+    options = storage_options
     output_dir = os.fspath(output_dir)
     name = split.lower()
     if name.upper() not in SPLITS:
         raise ValueError(f"split must be one of {[s.lower() for s in SPLITS]}, not {split!r}")
     schema_file = os.path.join(output_dir, "schema.json")
-    if not os.path.exists(schema_file):
+    if not exists(schema_file, options):
         raise FileNotFoundError(2, "no schema.json: not a convert() output", schema_file)
-    with open(schema_file, encoding="utf-8") as f:
-        schema = Schema.from_json(f.read())
+    schema = Schema.from_json(read_bytes(schema_file, options).decode("utf-8"))
     prefix = os.path.join(output_dir, name)
-    if os.path.exists(manifest_path(prefix)):
-        files: Any = Manifest.load(prefix).files
+    if exists(manifest_path(prefix), options):
+        files: Any = Manifest.load(prefix, storage_options=options).files
     else:
         files = f"{prefix}-*-of-*.tfrecord*"
     return (
-        Dataset.list_files(files, shuffle=shuffle_files, seed=seed, on_error=on_error)
+        Dataset.list_files(
+            files, shuffle=shuffle_files, seed=seed, on_error=on_error, storage_options=options
+        )
         .interleave(cycle_length=cycle_length)
         .parse(schema)
     )

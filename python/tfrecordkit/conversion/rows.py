@@ -13,7 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from .._paths import atomic_write, read_bytes
+from .._paths import (
+    StorageOptions,
+    filesystem,
+    is_url,
+    open_text,
+    read_bytes,
+    write_file,
+)
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
 ROLES = ("split", "image_uri", "label", "integer", "float", "string")
@@ -41,15 +48,20 @@ class Job:
     overwrite: bool
     progress: bool
     started: float
+    storage_options: Mapping[str, Any] | None = None
 
 
-def write_side_files(output_dir: str, summary: ConversionSummary, schema: Any) -> None:
+def write_side_files(
+    output_dir: str, summary: ConversionSummary, schema: Any, options: StorageOptions = None
+) -> None:
     """``schema.json`` (when anything was written) and ``summary.json``."""
     if schema is not None:
-        with atomic_write(os.path.join(output_dir, "schema.json")) as f:
-            f.write(schema.to_json(indent=1) + "\n")
-    with atomic_write(os.path.join(output_dir, "summary.json")) as f:
-        json.dump(asdict(summary), f, indent=1)
+        write_file(
+            os.path.join(output_dir, "schema.json"), schema.to_json(indent=1) + "\n", options
+        )
+    write_file(
+        os.path.join(output_dir, "summary.json"), json.dumps(asdict(summary), indent=1), options
+    )
 
 
 @dataclass
@@ -75,9 +87,11 @@ class ConversionSummary:
 _CHUNK_ROWS = 10_000
 
 
-def read_table(source: Any) -> tuple[list[str], Callable[[], Iterator[dict[str, Any]]]]:
-    """Column names of a CSV or Parquet path, a DataFrame, or a directory tree, and a
-    function that streams its rows, again on every call: CSV line by line, Parquet batch
+def read_table(
+    source: Any, options: StorageOptions = None
+) -> tuple[list[str], Callable[[], Iterator[dict[str, Any]]]]:
+    """Column names of a CSV or Parquet path or URL, a DataFrame, or a directory tree, and
+    a function that streams its rows, again on every call: CSV line by line, Parquet batch
     by batch, a DataFrame slice by slice, a tree as it is walked."""
     if type(source).__module__.startswith("pandas"):
         frame = source
@@ -90,24 +104,30 @@ def read_table(source: Any) -> tuple[list[str], Callable[[], Iterator[dict[str, 
 
         return [str(c) for c in frame.columns], frame_rows
     path = os.fspath(source)
-    if os.path.isdir(path):
+    if not is_url(path) and os.path.isdir(path):
         return ["split", "image_uri", "label"], lambda: tree_rows(path)
     if path.lower().endswith(".parquet"):
         import pyarrow.parquet as pq
 
+        def parquet_file() -> Any:
+            if not is_url(path):
+                return pq.ParquetFile(path)
+            fs, inner = filesystem(path, storage_options=options)
+            return pq.ParquetFile(fs.open(inner, "rb"))
+
         def parquet_rows() -> Iterator[dict[str, Any]]:
-            with pq.ParquetFile(path) as f:
+            with parquet_file() as f:
                 for batch in f.iter_batches(batch_size=_CHUNK_ROWS):
                     yield from batch.to_pylist()
 
-        with pq.ParquetFile(path) as f:
+        with parquet_file() as f:
             return list(f.schema_arrow.names), parquet_rows
 
     def csv_rows() -> Iterator[dict[str, Any]]:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open_text(path, options) as f:
             yield from csv.DictReader(f)
 
-    with open(path, newline="", encoding="utf-8") as f:
+    with open_text(path, options) as f:
         columns = list(csv.DictReader(f).fieldnames or [])
     return columns, csv_rows
 
@@ -129,13 +149,13 @@ def tree_rows(root: str) -> Iterator[dict[str, Any]]:
 
 
 def load_image(
-    uri: str, size: tuple[int, int] | None, fmt: str | None
+    uri: str, size: tuple[int, int] | None, fmt: str | None, options: StorageOptions = None
 ) -> tuple[bytes, int, int, int, str]:
     """The image's bytes (re-encoded when resizing or changing format) and its height,
     width, channels and format. Raises ValueError for anything that is not an image."""
     from PIL import Image, UnidentifiedImageError
 
-    data = read_bytes(uri)
+    data = read_bytes(uri, options)
     try:
         with Image.open(io.BytesIO(data)) as img:
             img.load()  # decode fully: a truncated or damaged image is refused here
@@ -242,8 +262,11 @@ def features_of(
     return out
 
 
-def write_discarded(path: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["row", "reason", *columns])
-        writer.writeheader()
-        writer.writerows(rows)
+def write_discarded(
+    path: str, columns: list[str], rows: list[dict[str, Any]], options: StorageOptions = None
+) -> None:
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=["row", "reason", *columns])
+    writer.writeheader()
+    writer.writerows(rows)
+    write_file(path, text.getvalue(), options)

@@ -20,7 +20,6 @@ mod testing;
 mod tests;
 mod units;
 
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -31,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::image::{ImageSpec, PixelPool};
 use crate::parse::Schema;
 use crate::reader::{ReadOptions, RecordBatch};
+use crate::source::SharedOpener;
 
 pub use cache::Cache;
 pub use files::file_order_of;
@@ -50,12 +50,6 @@ pub struct Origin {
     pub pass: u32,
     pub index: u64,
     pub offset: u64,
-}
-
-/// Opens paths that are not local files (URLs), as byte streams.
-pub trait Opener: Send + Sync {
-    /// `None` when `path` is a local file, to be read natively.
-    fn open(&self, path: &str) -> Option<Result<Box<dyn Read + Send>>>;
 }
 
 /// How files are ordered before they are read, applied in sequence to `0..files.len()`.
@@ -189,7 +183,7 @@ impl Pipeline {
     ///
     /// With a schema and `parse_workers == 0`, batches are parsed by the thread that
     /// calls [`Pipeline::next_item`], in parallel with the pipeline thread.
-    pub fn start(plan: Plan, opener: Option<Arc<dyn Opener>>) -> Result<Pipeline> {
+    pub fn start(plan: Plan, opener: SharedOpener) -> Result<Pipeline> {
         if plan.files.len() > u32::MAX as usize - 1 {
             return Err(Error::invalid("too many files for one pipeline"));
         }

@@ -1,6 +1,5 @@
 //! Reader threads, and the interleaves that merge the records they read.
 
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -8,9 +7,10 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::files::FileIter;
 use super::stages::Stream;
-use super::{spawn, OnError, Opener, Origin};
+use super::{spawn, OnError, Origin};
 use crate::error::{Error, Result};
-use crate::reader::{FileRecordReader, ReadOptions, RecordBatch, RecordReader};
+use crate::reader::{ReadOptions, RecordBatch};
+use crate::source::{SharedOpener, SourceReader};
 
 /// Records per chunk handed from a reader thread to the pipeline thread.
 const CHUNK_RECORDS: usize = 256;
@@ -48,44 +48,13 @@ enum Msg {
 pub(super) struct Files {
     pub(super) paths: Vec<String>,
     pub(super) read: ReadOptions,
-    pub(super) opener: Option<Arc<dyn Opener>>,
+    pub(super) opener: SharedOpener,
     pub(super) on_error: OnError,
 }
 
-type BoxedRecords = RecordReader<std::io::Chain<std::io::Cursor<Vec<u8>>, Box<dyn Read + Send>>>;
-
-enum AnyReader {
-    Local(FileRecordReader),
-    Stream(BoxedRecords),
-}
-
-impl AnyReader {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<bool> {
-        match self {
-            AnyReader::Local(r) => r.next_record_into(out),
-            AnyReader::Stream(r) => r.next_record_into(out),
-        }
-    }
-
-    fn position(&self) -> (u64, u64) {
-        match self {
-            AnyReader::Local(r) => (r.record_index(), r.offset()),
-            AnyReader::Stream(r) => (r.record_index(), r.offset()),
-        }
-    }
-}
-
 impl Files {
-    fn open(&self, file: usize) -> Result<AnyReader> {
-        let path = &self.paths[file];
-        if let Some(opener) = &self.opener {
-            if let Some(stream) = opener.open(path) {
-                let stream = stream.map_err(|e| e.with_path(path))?;
-                return RecordReader::from_stream(stream, path, None, &self.read)
-                    .map(AnyReader::Stream);
-            }
-        }
-        FileRecordReader::open(path, &self.read).map(AnyReader::Local)
+    fn open(&self, file: usize) -> Result<SourceReader> {
+        SourceReader::open(&self.paths[file], &self.read, &self.opener)
     }
 
     /// Reads file `file` into chunks sent to `tx`; `false` when the consumer has gone.

@@ -1,0 +1,104 @@
+//! Remote files for the core readers: a Python callable opens a URL as a binary file
+//! object, and its `read` calls feed the core's read-ahead thread.
+
+use std::io::{self, Read};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyTimeoutError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use tfrecordkit_core::{Error, Opened, Opener, SharedOpener};
+
+/// Opens URLs (paths with `://`) through a Python callable returning a binary file object
+/// with `read(n)`, and a `size` when it knows one.
+pub struct PyOpener {
+    open: Py<PyAny>,
+}
+
+/// The core opener calling `open`, if given.
+pub fn shared(open: Option<Py<PyAny>>) -> SharedOpener {
+    open.map(|open| Arc::new(PyOpener { open }) as Arc<dyn Opener>)
+}
+
+/// A Python exception as an I/O error of the matching kind, so that the core error, and
+/// the Python exception it becomes, keep its meaning: a missing object stays
+/// `FileNotFoundError`, a refused one `PermissionError`, a timeout `TimeoutError`.
+fn io_error(py: Python<'_>, err: PyErr) -> io::Error {
+    let kind = if err.is_instance_of::<PyFileNotFoundError>(py) {
+        io::ErrorKind::NotFound
+    } else if err.is_instance_of::<PyPermissionError>(py) {
+        io::ErrorKind::PermissionDenied
+    } else if err.is_instance_of::<PyTimeoutError>(py) {
+        io::ErrorKind::TimedOut
+    } else {
+        io::ErrorKind::Other
+    };
+    let name = err
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "error".into());
+    let text = err.value(py).to_string();
+    let msg = if text.is_empty() {
+        name
+    } else {
+        format!("{name}: {text}")
+    };
+    io::Error::new(kind, msg)
+}
+
+struct PyStream {
+    file: Py<PyAny>,
+}
+
+impl Read for PyStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Python::attach(|py| {
+            let data = self
+                .file
+                .bind(py)
+                .call_method1("read", (buf.len(),))
+                .map_err(|e| io_error(py, e))?;
+            let data = data
+                .cast::<PyBytes>()
+                .map_err(|e| io::Error::other(e.to_string()))?
+                .as_bytes();
+            let n = data.len().min(buf.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            Ok(n)
+        })
+    }
+}
+
+impl Drop for PyStream {
+    fn drop(&mut self) {
+        Python::attach(|py| {
+            let _ = self.file.bind(py).call_method0("close");
+        });
+    }
+}
+
+impl Opener for PyOpener {
+    fn open(&self, path: &str) -> Option<tfrecordkit_core::Result<Opened>> {
+        if !path.contains("://") {
+            return None;
+        }
+        Some(Python::attach(|py| {
+            let file = self
+                .open
+                .bind(py)
+                .call1((path,))
+                .map_err(|e| Error::io(io_error(py, e), Some(path)))?;
+            let size = file
+                .getattr("size")
+                .ok()
+                .and_then(|s| s.extract::<u64>().ok());
+            Ok(Opened {
+                stream: Box::new(PyStream {
+                    file: file.unbind(),
+                }),
+                size,
+            })
+        }))
+    }
+}
