@@ -1,7 +1,7 @@
 """Type stubs for the tfrecordkit._core extension (kept in step with crates/python)."""
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, final
 
 import numpy as np
@@ -34,11 +34,13 @@ __all__ = [
     "file_crc32c",
     "frame_record",
     "masked_crc32c",
+    "member_records",
     "mix_seed",
     "parse_examples",
     "read_member",
     "read_record_at",
     "read_records_at",
+    "unframe_records",
     "__version__",
 ]
 __version__: str
@@ -52,11 +54,19 @@ def parse_examples(
 ) -> list[tuple[np.ndarray, list[int], np.ndarray | None]]: ...
 def encode_columns(table: Table) -> list[bytes]: ...
 def framed_row_sizes(table: Table) -> np.ndarray: ...
-def count_records(path: str, compression: str | None = "auto") -> int: ...
+def count_records(
+    path: str, compression: str | None = "auto", opener: Callable[[str], Any] | None = None
+) -> int: ...
 def masked_crc32c(data: bytes) -> int: ...
 def read_record_at(path: str, offset: int, length: int, verify: bool = True) -> bytes: ...
 def read_member(path: str, offset: int, length: int, verify: bool = True) -> list[bytes]: ...
-def index_records(path: str) -> list[tuple[int, int]]: ...
+def index_records(
+    path: str, opener: Callable[[str], Any] | None = None
+) -> list[tuple[int, int]]: ...
+def unframe_records(
+    framed: list[bytes], offsets: list[int], path: str, verify: bool = True
+) -> list[bytes]: ...
+def member_records(data: bytes, path: str, verify: bool = True) -> list[bytes]: ...
 def read_records_at(
     path: str, positions: list[tuple[int, int]], verify: bool = True
 ) -> list[bytes]: ...
@@ -91,6 +101,7 @@ class RecordReader:
         max_record_bytes: int | None = None,
         resync: bool = False,
         follow: bool = False,
+        opener: Callable[[str], Any] | None = None,
     ) -> RecordReader: ...
     def read_batch(self, max_records: int = 1024, max_bytes: int = 16777216) -> list[bytes]: ...
     def read_parsed(

@@ -125,10 +125,60 @@ def _expand_url(url: str, storage_options: StorageOptions) -> list[str]:
     if not GLOB_CHARS & set(url):
         return [url]
     fs, _ = filesystem(url, storage_options=storage_options)
-    matches = sorted(m for m in fs.glob(url) if not is_sidecar(m))
+    with remote_errors(url):
+        matches = sorted(m for m in fs.glob(url) if not is_sidecar(m))
     if not matches:
         raise FileNotFoundError(2, "no files match the pattern", url)
     return [as_url(url, m) for m in matches]
+
+
+def _remote_error(err: BaseException, url: str) -> OSError | None:
+    """What a filesystem's exception means, as the built-in error naming ``url``: refused
+    (401/403) is ``PermissionError``, missing (404) ``FileNotFoundError``, a timeout after
+    the filesystem's retries ``TimeoutError``; None when it means nothing of the kind.
+    Filesystems differ in how they report these (fsspec's HTTP filesystem reports every
+    failure as missing, the cause attached), so the whole chain of causes is read."""
+    seen: BaseException | None = err
+    while seen is not None:
+        status = getattr(seen, "status", None) or getattr(seen, "status_code", None)
+        if isinstance(seen, PermissionError) or status in (401, 403):
+            return PermissionError(13, f"access refused: {seen}", url)
+        if isinstance(seen, TimeoutError) or "Timeout" in type(seen).__name__:
+            return TimeoutError(110, f"timed out: {seen}", url)
+        if status == 404:
+            return FileNotFoundError(2, "no such object", url)
+        seen = seen.__cause__ or seen.__context__
+    if isinstance(err, FileNotFoundError):
+        return FileNotFoundError(2, "no such object", url)
+    return None
+
+
+@contextlib.contextmanager
+def remote_errors(url: str) -> Iterator[None]:
+    """Raises a filesystem's refusals, missing objects and timeouts as the built-in
+    errors, naming ``url``."""
+    try:
+        yield
+    except Exception as err:
+        typed = _remote_error(err, url)
+        if typed is None:
+            raise
+        raise typed from err
+
+
+class _RemoteFile:
+    """A remote file whose reads fail with the typed errors of :func:`remote_errors`."""
+
+    def __init__(self, file: Any, url: str) -> None:
+        self._file, self._url = file, url
+        self.size = getattr(file, "size", None)
+
+    def read(self, n: int = -1) -> bytes:
+        with remote_errors(self._url):
+            return self._file.read(n)
+
+    def close(self) -> None:
+        self._file.close()
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,7 +191,9 @@ class URLOpener:
 
     def __call__(self, url: str) -> Any:
         fs, path = filesystem(url, storage_options=self.storage_options)
-        return fs.open(path, "rb", block_size=REMOTE_BLOCK, cache_type="none")
+        with remote_errors(url):
+            file = fs.open(path, "rb", block_size=REMOTE_BLOCK, cache_type="none")
+        return _RemoteFile(file, url)
 
 
 def opener_for(files: Sequence[str], storage_options: StorageOptions) -> URLOpener | None:
@@ -163,7 +215,8 @@ def file_size(path: str, storage_options: StorageOptions = None) -> int:
     """The size in bytes of a local file or the object at a URL."""
     if is_url(path):
         fs, inner = filesystem(path, storage_options=storage_options)
-        return int(fs.size(inner))
+        with remote_errors(path):
+            return int(fs.size(inner))
     return os.path.getsize(path.removeprefix("file://"))
 
 
@@ -171,7 +224,8 @@ def read_bytes(uri: str, storage_options: StorageOptions = None) -> bytes:
     """The whole content of a local path (``file://`` allowed) or an fsspec URL."""
     if is_url(uri):
         fs, path = filesystem(uri, storage_options=storage_options)
-        return bytes(fs.cat_file(path))
+        with remote_errors(uri):
+            return bytes(fs.cat_file(path))
     with open(uri.removeprefix("file://"), "rb") as f:
         return f.read()
 
@@ -182,12 +236,13 @@ def read_ranges(
     """The byte ranges ``[start, end)`` of the object at ``url``, fetched together
     (``cat_ranges``: concurrent ranged requests on object stores)."""
     fs, path = filesystem(url, storage_options=storage_options)
-    if len(starts) == 1:
-        return [bytes(fs.cat_file(path, start=int(starts[0]), end=int(ends[0])))]
-    got = fs.cat_ranges([path] * len(starts), list(starts), list(ends))
-    for part in got:
-        if isinstance(part, BaseException):
-            raise part
+    with remote_errors(url):
+        if len(starts) == 1:
+            return [bytes(fs.cat_file(path, start=int(starts[0]), end=int(ends[0])))]
+        got = fs.cat_ranges([path] * len(starts), list(starts), list(ends))
+        for part in got:
+            if isinstance(part, BaseException):
+                raise part
     return [bytes(b) for b in got]
 
 

@@ -57,9 +57,7 @@ def test_readers_read_urls_like_local_files(s3, dataset):
     assert tfr.infer_schema(pattern, storage_options=so) == tfr.infer_schema(local.files)
 
 
-def test_count_answers_from_the_manifest_and_idx_without_reading_shards(
-    s3, dataset, monkeypatch
-):
+def test_count_answers_from_the_manifest_and_idx_without_reading_shards(s3, dataset, monkeypatch):
     url, _ = dataset
     fs = s3.fs()
     assert tfr.count(url + "-*", storage_options=s3.options) == N
@@ -116,7 +114,9 @@ def test_seekable_gzip_members_by_ranges(s3):
         progress=False,
         storage_options=s3.options,
     )
-    ds = tfr.IndexedDataset(url + "-*", {"i": tfr.FixedLen([], "int64")}, storage_options=s3.options)
+    ds = tfr.IndexedDataset(
+        url + "-*", {"i": tfr.FixedLen([], "int64")}, storage_options=s3.options
+    )
     assert len(ds) == N
     assert [int(ds[k]["i"]) for k in (0, 1499, 1500, N - 1)] == [0, 1499, 1500, N - 1]
 
@@ -133,9 +133,9 @@ def test_build_index_on_s3_writes_the_sidecar_beside_the_file(s3, tmp_path):
     assert target == url + ".idx"
     tfr.build_index(local)
     assert fs.cat_file(target) == (tmp_path / "plain.tfrecord.idx").read_bytes()
-    assert tfr.RecordIndex(url, storage_options=s3.options)[199] == list(
-        tfr.read_records(local)
-    )[199]
+    assert (
+        tfr.RecordIndex(url, storage_options=s3.options)[199] == list(tfr.read_records(local))[199]
+    )
 
 
 def test_verify_and_repair_on_s3(s3, tmp_path):
@@ -283,8 +283,6 @@ def test_convert_from_and_to_s3_then_load_and_inspect(s3, tmp_path):
     assert "missing.png" in fs.cat_file(f"{out}/discarded.csv").decode()
     batch = next(iter(tfr.load(out, "train", storage_options=s3.options).batch(8)))
     assert sorted(batch["label"].tolist()) == [0] * 4 + [1] * 4
-    sheet = contact_sheet(
-        out, "validation", out=tmp_path / "sheet.png", storage_options=s3.options
-    )
+    sheet = contact_sheet(out, "validation", out=tmp_path / "sheet.png", storage_options=s3.options)
     with Image.open(sheet) as img:
         assert img.size[0] > 0
