@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -252,6 +255,25 @@ def test_cli_commands_on_s3(s3, dataset):
     assert tfr.count(out + "-*", storage_options=s3.options) == N
     result = cli(s3, "index", f"{out}-00000-of-00002.tfrecord")
     assert result.exit_code == 0 and ".idx" in result.output
+
+
+def test_cli_takes_fsspec_configuration_from_the_environment(s3, dataset):
+    url, _ = dataset
+    env = {
+        **os.environ,
+        "FSSPEC_S3_ENDPOINT_URL": s3.endpoint,
+        "FSSPEC_S3_KEY": "testing",
+        "FSSPEC_S3_SECRET": "testing",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecordkit.cli", "verify", url + "-*"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("ok ") == 3
 
 
 def test_cli_bad_storage_option_is_a_usage_error(s3):
