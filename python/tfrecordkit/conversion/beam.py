@@ -8,6 +8,7 @@ import csv
 import io
 import os
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import apache_beam as beam
@@ -50,9 +51,10 @@ class _Check(beam.DoFn):
 
 
 class _Convert(beam.DoFn):
-    def __init__(self, roles, by_role, columns, image_size, image_format) -> None:
+    def __init__(self, roles, by_role, columns, image_size, image_format, options) -> None:
         self.roles, self.by_role, self.columns = roles, by_role, columns
         self.image_size, self.image_format = image_size, image_format
+        self.options = options
 
     def process(self, item: tuple[int, dict[str, Any], str], vocab: list[str] | None = None) -> Any:
         i, row, split = item
@@ -63,7 +65,7 @@ class _Convert(beam.DoFn):
             return
         uri = str(row[self.by_role["image_uri"]])
         try:
-            image = load_image(uri, self.image_size, self.image_format)
+            image = load_image(uri, self.image_size, self.image_format, self.options)
             example = encode_example(features_of(row, self.roles, image, label_ids))
         except (OSError, ValueError) as err:
             entry = discard_entry(i, row, f"image {uri!r}: {err}", self.columns)
@@ -78,10 +80,13 @@ def _csv_line(entry: dict[str, Any], columns: list[str]) -> str:
     return out.getvalue().rstrip("\r\n")
 
 
+def _table_rows(_: object, rows: Callable[[], Iterator[dict[str, Any]]]) -> Iterator[Any]:
+    """The table's rows, numbered, streamed from the table itself on a worker."""
+    yield from enumerate(rows())
+
+
 def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -> ConversionSummary:
     columns, roles, by_role = job.columns, job.roles, job.by_role
-    # The launcher hands the table's rows (not their images) to Beam.
-    rows = list(job.rows())
     output_dir, compression = job.output_dir, job.compression
     if compression not in (None, "gzip"):
         raise ValueError('Beam conversion writes compression=None or "gzip"')
@@ -97,7 +102,7 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
         for path in existing:
             os.remove(path)
     label_col = by_role.get("label")
-    strings = label_col is not None and label_kind(r.get(label_col) for r in rows) == "string"
+    strings = label_col is not None and label_kind(r.get(label_col) for r in job.rows()) == "string"
     header = ",".join(["row", "reason", *columns])
     # As command-line flags, so that Beam parses each option's type.
     flags = [f"--runner={runner}"]
@@ -110,10 +115,16 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
     with beam.Pipeline(options=options) as p:
         checked = (
             p
-            | "Rows" >> beam.Create(list(enumerate(rows)))
+            # No list of rows on the launcher: a worker streams the table (a path or URL is
+            # read there), and the rows are spread over workers for their images.
+            | "Table" >> beam.Create([None])
+            | "Rows" >> beam.FlatMap(_table_rows, job.rows)
+            | "Spread" >> beam.Reshuffle()
             | "Check" >> beam.ParDo(_Check(by_role, columns)).with_outputs(DISCARDED, main="kept")
         )
-        convert_fn = _Convert(roles, by_role, columns, job.image_size, job.image_format)
+        convert_fn = _Convert(
+            roles, by_role, columns, job.image_size, job.image_format, job.storage_options
+        )
         if strings:
             vocab = (
                 checked.kept
