@@ -246,21 +246,18 @@ def read_ranges(
     return [bytes(b) for b in got]
 
 
-def write_file(path: str, data: str | bytes, storage_options: StorageOptions = None) -> None:
-    """Writes a small file whole: locally through :func:`atomic_write`; to a URL by a put
-    of a staged copy, so that no partial object appears."""
+def write_file(
+    path: str, data: str | bytes, storage_options: StorageOptions = None, *, replace: bool = True
+) -> None:
+    """Writes a small file whole: locally through :func:`atomic_write`; to a URL in one
+    put, so that no partial object appears. ``replace`` as for :func:`upload`."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if not is_url(path):
-        with atomic_write(path, "wb") as f:
+        with atomic_write(path, "wb", replace=replace) as f:
             f.write(raw)
         return
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
-        staged = os.path.join(local, "staged")
-        with open(staged, "wb") as f:
-            f.write(raw)
-        upload(staged, path, storage_options=storage_options)
+    fs, inner = filesystem(path, "writing to", storage_options)
+    _put(path, lambda **mode: fs.pipe_file(inner, raw, **mode), replace)
 
 
 def open_text(path: str, storage_options: StorageOptions = None) -> IO[str]:
@@ -286,11 +283,17 @@ def upload(
     or in-memory filesystem), a check just before the write elsewhere; ``FileExistsError``
     either way."""
     fs, path = filesystem(url, "writing to", storage_options)
+    _put(url, lambda **mode: fs.put_file(local, path, **mode), replace)
+
+
+def _put(url: str, put: Any, replace: bool) -> None:
+    """Calls ``put`` plainly, or, without ``replace``, with fsspec's exclusive
+    ``mode="create"``."""
     if replace:
-        fs.put_file(local, path)
+        put()
         return
     try:
-        fs.put_file(local, path, mode="create")
+        put(mode="create")
     except FileExistsError:
         raise FileExistsError(17, "an object is there already", url) from None
 

@@ -8,7 +8,6 @@ length first_record records`` per gzip member, each member holding whole records
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from typing import overload
 
@@ -17,14 +16,12 @@ import numpy as np
 from . import _core
 from ._paths import (
     StorageOptions,
-    atomic_write,
-    exists,
     file_size,
     is_url,
     opener_for,
     read_bytes,
     read_ranges,
-    upload,
+    write_file,
 )
 from .errors import DataLossError
 
@@ -42,6 +39,15 @@ def _load(path: str, columns: int, options: StorageOptions) -> np.ndarray:
     if (table < 0).any():
         raise DataLossError("index holds negative numbers", path=path)
     return table
+
+
+def _sidecar(path: str, columns: int, options: StorageOptions) -> np.ndarray | None:
+    """The table of the index sidecar at ``path``; None when there is none (one read,
+    no separate existence check: on object stores each is a request)."""
+    try:
+        return _load(path, columns, options)
+    except FileNotFoundError:
+        return None
 
 
 class RecordIndex(Sequence[bytes]):
@@ -69,14 +75,13 @@ class RecordIndex(Sequence[bytes]):
         self._remote = is_url(self.path)
         size = file_size(self.path, storage_options)
         self._member: tuple[int, list[bytes]] | None = None
-        if exists(self.path + ".idx", storage_options):
-            self._records = _load(self.path + ".idx", 2, storage_options)
-            self._members = None
+        self._records = _sidecar(self.path + ".idx", 2, storage_options)
+        self._members = None
+        if self._records is not None:
             end = int(self._records[-1].sum()) if len(self._records) else 0
             self._length = len(self._records)
-        elif exists(self.path + ".gzi", storage_options):
-            self._records = None
-            self._members = _load(self.path + ".gzi", 4, storage_options)
+        elif (members := _sidecar(self.path + ".gzi", 4, storage_options)) is not None:
+            self._members = members
             end = int(self._members[-1, :2].sum()) if len(self._members) else 0
             self._length = int(self._members[:, 3].sum())
             self._firsts = self._members[:, 2]
@@ -169,14 +174,7 @@ def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions
     path = os.fspath(path)
     entries = _core.index_records(path, opener_for([path], storage_options))
     target = path + ".idx"
-    lines = (f"{offset} {length}\n" for offset, length in entries)
-    if not is_url(path):
-        with atomic_write(target) as f:
-            f.writelines(lines)
-        return target
-    with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
-        staged = os.path.join(local, "index")
-        with open(staged, "w", encoding="utf-8") as f:
-            f.writelines(lines)
-        upload(staged, target, storage_options=storage_options)
+    write_file(
+        target, "".join(f"{offset} {length}\n" for offset, length in entries), storage_options
+    )
     return target

@@ -22,6 +22,7 @@ from ._paths import (
     is_url,
     remove,
     upload,
+    write_file,
 )
 from .errors import SchemaError
 from .example import decode_example, encode_example
@@ -204,11 +205,9 @@ def _write_remote(
     claim = url_prefix + CLAIM_SUFFIX
     stem = path.rsplit("/", 1)[-1]
     with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
-        note = os.path.join(local, "claim.json")
-        with open(note, "w", encoding="utf-8") as f:
-            json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)
+        note = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
         try:
-            upload(note, claim, replace=overwrite, storage_options=options)
+            write_file(claim, note, options, replace=overwrite)
         except FileExistsError:
             raise FileExistsError(
                 errno.EEXIST,

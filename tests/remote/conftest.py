@@ -41,7 +41,7 @@ class S3:
         return s3fs.S3FileSystem(**self.options)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def s3_server():
     from moto.server import ThreadedMotoServer
 
