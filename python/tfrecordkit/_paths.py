@@ -268,13 +268,6 @@ def open_text(path: str, storage_options: StorageOptions = None) -> IO[str]:
     return fs.open(inner, "rt", newline="", encoding="utf-8")
 
 
-def remove_url(url: str, storage_options: StorageOptions = None) -> None:
-    """Removes the object at ``url`` if there is one."""
-    fs, inner = filesystem(url, "removing", storage_options)
-    with contextlib.suppress(FileNotFoundError):
-        fs.rm_file(inner)
-
-
 def upload(
     local: str, url: str, *, replace: bool = True, storage_options: StorageOptions = None
 ) -> None:
@@ -304,10 +297,15 @@ def temp_name(path: str) -> str:
     return os.path.join(directory, f".{base}.tmp-{os.getpid()}")
 
 
-def remove(path: str | None) -> None:
-    """Removes ``path`` if it exists."""
-    if path:
-        with contextlib.suppress(FileNotFoundError):
+def remove(path: str | None, storage_options: StorageOptions = None) -> None:
+    """Removes the file at ``path`` (a local path or a URL) if there is one."""
+    if not path:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        if is_url(path):
+            fs, inner = filesystem(path, "removing", storage_options)
+            fs.rm_file(inner)
+        else:
             os.remove(path)
 
 

@@ -16,7 +16,6 @@ from ._paths import (
     StorageOptions,
     expand_paths,
     file_size,
-    is_url,
     opener_for,
     read_bytes,
 )
@@ -219,7 +218,7 @@ def count(
 
 def _known_count(path: str, manifests: dict[str, Any], options: StorageOptions) -> int | None:
     size = file_size(path, options)
-    name = path.rsplit("/", 1)[-1] if is_url(path) else os.path.basename(path)
+    name = os.path.basename(path)
     m = SHARD_RE.match(name)
     if m:
         mpath = manifest_path(path[: len(path) - len(name)] + m.group("prefix"))

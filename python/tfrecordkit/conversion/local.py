@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .._paths import StorageOptions, exists, is_url, read_bytes, remove, remove_url, write_file
+from .._paths import StorageOptions, is_url, read_bytes, remove, write_file
 from .._stages import ordered_map
 from ..dataset import Dataset
 from ..example import decode_example
-from ..manifest import Manifest, manifest_path
+from ..manifest import Manifest
 from ..records import read_records
 from ..schema import Schema
 from ..writer import SKIPPED, Progress, write_dataset
@@ -116,10 +116,7 @@ def _remove_split(manifest: Manifest, options: StorageOptions) -> None:
     files = [*manifest.files, manifest.path]
     files += [f + ext for f in manifest.files for ext in (".idx", ".gzi")]
     for path in files:
-        if is_url(path):
-            remove_url(path, options)
-        else:
-            remove(path)
+        remove(path, options)
 
 
 class _Sized:
@@ -255,13 +252,14 @@ def load(
     if name.upper() not in SPLITS:
         raise ValueError(f"split must be one of {[s.lower() for s in SPLITS]}, not {split!r}")
     schema_file = os.path.join(output_dir, "schema.json")
-    if not exists(schema_file, options):
-        raise FileNotFoundError(2, "no schema.json: not a convert() output", schema_file)
-    schema = Schema.from_json(read_bytes(schema_file, options).decode("utf-8"))
+    try:
+        schema = Schema.from_json(read_bytes(schema_file, options).decode("utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(2, "no schema.json: not a convert() output", schema_file) from None
     prefix = os.path.join(output_dir, name)
-    if exists(manifest_path(prefix), options):
+    try:
         files: Any = Manifest.load(prefix, storage_options=options).files
-    else:
+    except FileNotFoundError:
         files = f"{prefix}-*-of-*.tfrecord*"
     return (
         Dataset.list_files(
