@@ -18,6 +18,7 @@ __all__ = [
     "DataLossWarning",
     "ExampleDecodeError",
     "ImageDecodeError",
+    "NotTFRecordError",
     "SchemaError",
     "SidecarSkippedWarning",
     "TFRecordError",
@@ -73,6 +74,12 @@ class DataLossError(TFRecordError):
 
 class CorruptRecordError(DataLossError):
     """A record's length or data checksum does not match."""
+
+
+class NotTFRecordError(CorruptRecordError):
+    """The file is not a TFRecord file at all: its first record header fails its checksum
+    and its first bytes are another format's (``it starts with a PNG signature``, ``...
+    with text: "split,image_uri,label"``)."""
 
 
 class TruncatedRecordError(DataLossError):

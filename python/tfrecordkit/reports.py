@@ -39,6 +39,11 @@ class FileReport:
         return not self.damage and self.failure is None
 
     @property
+    def foreign(self) -> bool:
+        """The file is not a TFRecord file at all (another format's bytes, or text)."""
+        return self.records == 0 and any(d.error == "NotTFRecordError" for d in self.damage)
+
+    @property
     def lost_bytes(self) -> int:
         """Bytes skipped to get past damage (where the reader could resynchronize)."""
         return sum(d.lost[1] - d.lost[0] for d in self.damage if d.lost)

@@ -61,3 +61,41 @@ def test_schema_error_from_parsing_is_a_value_error():
         tfr.parse_examples([tfr.encode_example({})], {"k": tfr.FixedLen([], "int64")})
     assert isinstance(info.value, tfr.SchemaError)
     assert info.value.key == "k"
+
+
+def test_a_file_of_another_format_is_named(tmp_path):
+    png = tmp_path / "picture.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(64))
+    with pytest.raises(tfr.NotTFRecordError) as info:
+        list(tfr.read_records(png))
+    err = info.value
+    assert isinstance(err, tfr.CorruptRecordError)
+    assert err.message == "not a TFRecord file (it starts with a PNG signature)"
+    assert (err.path, err.offset, err.record_index) == (str(png), 0, 0)
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is tfr.NotTFRecordError and again.path == err.path
+
+    csv = tmp_path / "rows.csv"
+    csv.write_text("split,image_uri,label\n")
+    with pytest.raises(tfr.NotTFRecordError, match='text: "split,image_uri,label"'):
+        tfr.count(str(csv))
+    (report,) = tfr.verify(str(csv))
+    assert report.foreign and not report.ok
+
+
+def test_parse_errors_from_a_read_name_the_file_record_and_feature(tmp_path):
+    import numpy as np
+
+    floats = tfr.encode_examples({"x": np.arange(3, dtype=np.float32)})
+    ints = tfr.encode_examples({"x": np.arange(3, dtype=np.int64)})
+    paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
+    for path, records in zip(paths, [floats, [*floats[:2], ints[2]]], strict=True):
+        with tfr.RecordWriter(path) as w:
+            w.write_many(records)
+    schema = {"x": tfr.FixedLen([], "float32")}
+    with pytest.raises(tfr.SchemaError) as info:
+        list(tfr.read_examples(paths, schema, batch_size=4))
+    err = info.value
+    assert (err.path, err.record_index, err.key) == (paths[1], 2, "x")
+    assert str(err).startswith('feature "x": data types don\'t match: found int64')
+    assert f"({paths[1]}, record 2)" in str(err)

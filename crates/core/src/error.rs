@@ -10,6 +10,9 @@ pub enum ErrorKind {
     Io,
     /// A checksum did not match.
     Corrupt,
+    /// The file is not a TFRecord file at all: its first header fails its checksum and
+    /// its bytes are another format's (an image, an archive, text...).
+    NotTfRecord,
     /// The stream ended inside a record.
     Truncated,
     /// Other unrecoverable damage: impossible lengths, broken compressed streams.

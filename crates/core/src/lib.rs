@@ -23,8 +23,8 @@ pub use example::{
 };
 pub use parse::{parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind};
 pub use reader::{
-    count_records, index_records, member_records, read_member, read_record_at, read_records_at,
-    unframe_record, MultiFileReader, ReadOptions, RecordBatch, RecordReader,
+    count_records, foreign_format, index_records, member_records, read_member, read_record_at,
+    read_records_at, unframe_record, MultiFileReader, ReadOptions, RecordBatch, RecordReader,
 };
 pub use source::{Opened, Opener, SharedOpener, SourceReader};
 pub use writer::{

@@ -553,7 +553,12 @@ fn take_entry(
             s.kind = None;
             s.count = 0;
             s.failed = true;
-            st.errors[i] = Some(e.with_key(&schema.specs[i].key));
+            let key = &schema.specs[i].key;
+            let mut e = e.with_key(key);
+            if !e.message.starts_with("feature ") {
+                e.message = format!("feature {key:?}: {}", e.message);
+            }
+            st.errors[i] = Some(e);
         }
     }
 }

@@ -22,6 +22,8 @@ const FIRST_BUFFER: usize = 1 << 16;
 /// No record can be longer than memory can address (header and footer included).
 const MAX_ADDRESSABLE: u64 = (isize::MAX as u64) - 16;
 const HEAD_LEN: usize = 16;
+/// How much of a stream's start is looked at to tell another format.
+const FOREIGN_SAMPLE: usize = 64;
 /// Records at least this long are read straight into the caller's buffer.
 const DIRECT_MIN: u64 = 1 << 16;
 
@@ -73,6 +75,9 @@ pub struct RecordReader<R: Read> {
     max_record_bytes: u64,
     total_len: Option<u64>,
     head: Vec<u8>,
+    /// While resynchronizing past a failed first header: the error that names the stream's
+    /// other format, reported if no record follows.
+    foreign: Option<Error>,
 }
 
 pub type FileRecordReader = RecordReader<io::Chain<Cursor<Vec<u8>>, File>>;
@@ -144,6 +149,7 @@ impl<R: Read> RecordReader<R> {
             max_record_bytes: opts.max_record_bytes,
             total_len: None,
             head: Vec::new(),
+            foreign: None,
         }
     }
 
@@ -250,6 +256,9 @@ impl<R: Read> RecordReader<R> {
             return Ok(None);
         }
         if avail < HEADER_LEN {
+            if let Some(err) = self.foreign() {
+                return Err(self.fail(err));
+            }
             let msg = format!("truncated record header: {avail} of {HEADER_LEN} bytes");
             return Err(self.fail(Error::truncated(msg)));
         }
@@ -257,8 +266,17 @@ impl<R: Read> RecordReader<R> {
         let len = u64::from_le_bytes(h[..8].try_into().unwrap());
         let len_crc = u32::from_le_bytes(h[8..12].try_into().unwrap());
         if masked_crc32c(&h[..8]) != len_crc {
+            self.foreign = self.foreign();
+            if !self.resync {
+                if let Some(err) = self.foreign.take() {
+                    return Err(self.fail(err));
+                }
+            }
+            // Resynchronizing, the stream is called foreign only if no record follows.
             let msg = "record length checksum mismatch (corrupt record header)";
-            return Err(self.damaged(Error::corrupt(msg), None));
+            let err = self.damaged(Error::corrupt(msg), None);
+            self.foreign = None;
+            return Err(err);
         }
         let max = self.max_record_bytes.min(MAX_ADDRESSABLE);
         if len > max {
@@ -275,6 +293,21 @@ impl<R: Read> RecordReader<R> {
             }
         }
         Ok(Some(len))
+    }
+
+    /// At the very start of a stream whose first header failed, the error that says the
+    /// stream is another format, when its first bytes are one.
+    fn foreign(&mut self) -> Option<Error> {
+        if self.offset != 0 || self.index != 0 {
+            return None;
+        }
+        // Enough of the stream to quote a line of text; a read error is reported later.
+        let _ = self.fill(FOREIGN_SAMPLE);
+        let what = foreign_format(&self.buf[self.start..self.end])?;
+        Some(Error::new(
+            crate::ErrorKind::NotTfRecord,
+            format!("not a TFRecord file (it starts with {what})"),
+        ))
     }
 
     fn truncated_message(len: u64, data_got: u64, footer_got: usize) -> String {
@@ -338,8 +371,13 @@ impl<R: Read> RecordReader<R> {
             Ok(found) => {
                 let end = found.unwrap_or(self.offset);
                 self.index += 1;
-                let mut e = located(err, &self.path).resumable();
+                let foreign = self.foreign.take().filter(|_| found.is_none());
+                let plain = foreign.is_some();
+                let mut e = located(foreign.unwrap_or(err), &self.path).resumable();
                 e.lost = Some(Box::new((offset, end)));
+                if plain {
+                    return e;
+                }
                 e.message.push_str(&match found {
                     Some(at) => format!(
                         "; skipped {} bytes to the next valid record at offset {at}",
@@ -582,6 +620,9 @@ pub struct MultiFileReader {
     pending: Option<Error>,
     /// Records delivered from each file so far.
     delivered: Vec<u64>,
+    /// The runs of records in the last batch: (file, index in the file of its first
+    /// record, records). A batch ends at any error, so each run has no gaps.
+    batch_runs: Vec<(usize, u64, u64)>,
 }
 
 impl MultiFileReader {
@@ -595,7 +636,21 @@ impl MultiFileReader {
             current: None,
             pending: None,
             delivered: Vec::new(),
+            batch_runs: Vec::new(),
         }
+    }
+
+    /// The file and the index within it of record `i` of the last batch read: what locates
+    /// an error found later in that batch (when it is parsed, say).
+    pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64)> {
+        let mut i = i;
+        for &(file, first, n) in &self.batch_runs {
+            if i < n {
+                return Some((&self.paths[file], first + i));
+            }
+            i -= n;
+        }
+        None
     }
 
     /// `(path, records delivered)` for every file opened so far.
@@ -625,6 +680,7 @@ impl MultiFileReader {
         if let Some(e) = self.pending.take() {
             return Err(e);
         }
+        self.batch_runs.clear();
         while out.len() < max_records && out.data.len() < max_bytes {
             if self.current.is_none() {
                 if self.next_file == self.paths.len() {
@@ -639,10 +695,16 @@ impl MultiFileReader {
                 }
             }
             let reader = self.current.as_mut().expect("a file is open");
+            let (index, _) = reader.position();
             match reader.next_into(&mut out.data) {
                 Ok(true) => {
                     out.ends.push(out.data.len());
-                    self.delivered[self.next_file - 1] += 1;
+                    let file = self.next_file - 1;
+                    self.delivered[file] += 1;
+                    match self.batch_runs.last_mut() {
+                        Some((f, _, n)) if *f == file => *n += 1,
+                        _ => self.batch_runs.push((file, index, 1)),
+                    }
                 }
                 // The last file of a followed set stays open, waiting for more.
                 Ok(false) if self.opts.follow && self.next_file == self.paths.len() => break,
@@ -809,4 +871,64 @@ pub fn index_records(path: &str, opener: &SharedOpener) -> Result<Vec<(u64, u64)
         }
         out.push((at, scratch.len() as u64 + 16));
     }
+}
+
+/// Other formats' signatures, and what to call them. Compressed streams are left out: a
+/// gzip or zlib stream is most likely a compressed TFRecord file, and the compression hint
+/// says so.
+const SIGNATURES: &[(&[u8], &str)] = &[
+    (b"\x89PNG\r\n\x1a\n", "a PNG signature"),
+    (b"\xff\xd8\xff", "a JPEG signature"),
+    (b"GIF87a", "a GIF signature"),
+    (b"GIF89a", "a GIF signature"),
+    (b"%PDF-", "a PDF signature"),
+    (b"PK\x03\x04", "a ZIP signature"),
+    (b"PAR1", "a Parquet signature"),
+    (b"ARROW1", "an Arrow IPC signature"),
+    (b"\x93NUMPY", "a NumPy .npy signature"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 signature"),
+    (b"SQLite format 3\0", "an SQLite signature"),
+    (b"\x7fELF", "an ELF signature"),
+    (b"BZh", "a bzip2 signature"),
+    (b"\x28\xb5\x2f\xfd", "a Zstandard signature"),
+    (b"\xfd7zXZ\x00", "an XZ signature"),
+];
+
+/// What the first bytes of a stream look like, when they are another format's: a known
+/// signature, or at least 8 bytes of text (UTF-8 without control characters). TFRecord
+/// headers are neither: a record's 8-byte length is mostly zero bytes.
+pub fn foreign_format(head: &[u8]) -> Option<String> {
+    if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        return Some("a WebP signature".to_owned());
+    }
+    if let Some((_, name)) = SIGNATURES.iter().find(|(sig, _)| head.starts_with(sig)) {
+        return Some((*name).to_owned());
+    }
+    // Fewer than 8 bytes could be the start of a torn header whose length bytes print.
+    if head.len() < 8 {
+        return None;
+    }
+    let head = &head[..head.len().min(FOREIGN_SAMPLE)];
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        // A character cut at the end of the sample is still text.
+        Err(e) if e.error_len().is_none() && e.valid_up_to() > 0 => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).ok()?
+        }
+        Err(_) => return None,
+    };
+    let printable = |c: char| !c.is_control() || matches!(c, '\t' | '\n' | '\r');
+    if text.is_empty() || !text.chars().all(printable) {
+        return None;
+    }
+    let line = text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    Some(format!(
+        "text: {:?}",
+        line.chars().take(24).collect::<String>()
+    ))
 }

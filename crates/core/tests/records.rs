@@ -315,3 +315,143 @@ fn resync_recovers_every_record_after_damage() {
     assert_eq!(out.len(), 49);
     assert_eq!(errors.len(), 1);
 }
+
+#[test]
+fn other_formats_are_named_not_called_corrupt() {
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x08\0\0\0\x08".to_vec();
+    let (records, err) = read_all(&png, Compression::None);
+    let err = err.expect("an error");
+    assert!(records.is_empty());
+    assert_eq!(err.kind, ErrorKind::NotTfRecord);
+    assert_eq!(
+        err.message,
+        "not a TFRecord file (it starts with a PNG signature)"
+    );
+    assert_eq!((err.offset, err.record_index), (Some(0), Some(0)));
+
+    let csv = b"split,image_uri,label\nTRAIN,a.jpg,cat\n";
+    let err = read_all(csv, Compression::None).1.unwrap();
+    assert_eq!(err.kind, ErrorKind::NotTfRecord);
+    assert!(
+        err.message.ends_with("text: \"split,image_uri,label\")"),
+        "{err}"
+    );
+
+    // Text shorter than a header is still recognized once it has 8 bytes.
+    let err = read_all(b"hello!!\n", Compression::None).1.unwrap();
+    assert_eq!(err.kind, ErrorKind::NotTfRecord, "{err}");
+}
+
+#[test]
+fn a_damaged_first_header_of_a_real_file_stays_corrupt() {
+    for len in [1usize, 100, 300, 70_000] {
+        let payload = vec![b'a'; len];
+        let mut bytes = framed(&[&payload]);
+        bytes[8] ^= 0xff; // the length checksum
+        let err = read_all(&bytes, Compression::None).1.unwrap();
+        assert_eq!(err.kind, ErrorKind::Corrupt, "len {len}: {err}");
+        // A header torn before its checksum is truncated, never foreign.
+        for cut in 1..12 {
+            let err = read_all(&framed(&[&payload])[..cut], Compression::None)
+                .1
+                .unwrap();
+            assert_eq!(err.kind, ErrorKind::Truncated, "len {len} cut {cut}: {err}");
+        }
+    }
+}
+
+#[test]
+fn foreign_format_knows_common_signatures() {
+    use tfrecordkit_core::foreign_format;
+    let cases: [(&[u8], &str); 5] = [
+        (b"\xff\xd8\xff\xe0\0\x10JFIF\0", "a JPEG signature"),
+        (b"PAR1\x15\x04\x15\0\0\0\0\0", "a Parquet signature"),
+        (b"RIFF\x24\0\0\0WEBPVP8 ", "a WebP signature"),
+        (b"PK\x03\x04\x14\0\0\0\0\0\0\0", "a ZIP signature"),
+        (
+            b"{\"a\": 1, \"b\": [1, 2]}",
+            "text: \"{\\\"a\\\": 1, \\\"b\\\": [1, 2]}\"",
+        ),
+    ];
+    for (bytes, want) in cases {
+        assert_eq!(foreign_format(bytes).as_deref(), Some(want));
+    }
+    assert_eq!(foreign_format(&framed(&[b"an Example"])), None);
+    assert_eq!(
+        foreign_format(b"\x1f\x8b\x08\0\0\0\0\0"),
+        None,
+        "gzip gets the compression hint"
+    );
+}
+
+#[test]
+fn resync_calls_a_stream_foreign_only_when_no_record_follows() {
+    let opts = ReadOptions {
+        resync: true,
+        ..ReadOptions::default()
+    };
+    let first_error = |bytes: &[u8]| {
+        let mut reader = RecordReader::new(bytes, Compression::None, "mem", &opts);
+        let mut records = 0;
+        let mut errors = Vec::new();
+        loop {
+            match reader.next_record() {
+                Ok(Some(_)) => records += 1,
+                Ok(None) => break,
+                Err(e) => {
+                    let resumable = e.resumable;
+                    errors.push(e);
+                    if !resumable {
+                        break;
+                    }
+                }
+            }
+        }
+        (records, errors)
+    };
+    let text = b"a line of text, then nothing else\n".to_vec();
+    let (records, errors) = first_error(&text);
+    assert_eq!((records, errors.len()), (0, 1));
+    assert_eq!(errors[0].kind, ErrorKind::NotTfRecord);
+    assert_eq!(errors[0].lost.as_deref(), Some(&(0, text.len() as u64)));
+    assert!(errors[0].message.ends_with(")"), "{}", errors[0].message);
+
+    // Text prepended to real records: the records are found, and the text is damage.
+    let mut spliced = text.clone();
+    spliced.extend(framed(&[b"one", b"two"]));
+    let (records, errors) = first_error(&spliced);
+    assert_eq!((records, errors.len()), (2, 1));
+    assert_eq!(errors[0].kind, ErrorKind::Corrupt);
+    assert_eq!(errors[0].lost.as_deref(), Some(&(0, text.len() as u64)));
+}
+
+#[test]
+fn records_of_a_batch_are_traced_to_their_file_and_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.tfrecord");
+    let b = dir.path().join("b.tfrecord");
+    let mut damaged = framed(&[b"a0", b"a1", b"a2"]);
+    damaged[18 + 12] ^= 0xff; // the data of a1
+    std::fs::write(&a, damaged).unwrap();
+    std::fs::write(&b, framed(&[b"b0", b"b1"])).unwrap();
+    let paths = vec![a.display().to_string(), b.display().to_string()];
+    let mut reader = MultiFileReader::new(paths.clone(), ReadOptions::default(), None);
+    let mut batch = RecordBatch::default();
+
+    reader.read_batch(&mut batch, 8, usize::MAX).unwrap();
+    assert_eq!(batch.len(), 1, "the batch ends before the damaged record");
+    assert_eq!(reader.origin_in_batch(0), Some((paths[0].as_str(), 0)));
+    batch.clear();
+    assert!(
+        reader
+            .read_batch(&mut batch, 8, usize::MAX)
+            .unwrap_err()
+            .resumable
+    );
+    reader.read_batch(&mut batch, 8, usize::MAX).unwrap();
+    assert_eq!(batch.len(), 3);
+    assert_eq!(reader.origin_in_batch(0), Some((paths[0].as_str(), 2)));
+    assert_eq!(reader.origin_in_batch(1), Some((paths[1].as_str(), 0)));
+    assert_eq!(reader.origin_in_batch(2), Some((paths[1].as_str(), 1)));
+    assert_eq!(reader.origin_in_batch(3), None);
+}

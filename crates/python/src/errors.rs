@@ -13,8 +13,9 @@ use tfrecordkit_core::{Error, ErrorKind};
 /// The classes of `tfrecordkit.errors` that core errors become, in the order of `NAMES`.
 static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "CorruptRecordError",
+    "NotTFRecordError",
     "TruncatedRecordError",
     "DataLossError",
     "ExampleDecodeError",
@@ -25,11 +26,12 @@ const NAMES: [&str; 6] = [
 fn class_index(kind: ErrorKind) -> usize {
     match kind {
         ErrorKind::Corrupt => 0,
-        ErrorKind::Truncated => 1,
-        ErrorKind::DataLoss => 2,
-        ErrorKind::ExampleDecode => 3,
-        ErrorKind::Schema => 4,
-        ErrorKind::ImageDecode => 5,
+        ErrorKind::NotTfRecord => 1,
+        ErrorKind::Truncated => 2,
+        ErrorKind::DataLoss => 3,
+        ErrorKind::ExampleDecode => 4,
+        ErrorKind::Schema => 5,
+        ErrorKind::ImageDecode => 6,
         ErrorKind::Io | ErrorKind::InvalidArgument => unreachable!("mapped to built-ins"),
     }
 }

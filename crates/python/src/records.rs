@@ -91,6 +91,14 @@ impl RecordReader {
         let records: Vec<&[u8]> = batch.iter().collect();
         let parsed = py
             .detach(|| tfrecordkit_core::parse_examples(&schema.schema, &records))
+            .map_err(|mut e| {
+                let origin = e.record_index.and_then(|i| inner.origin_in_batch(i));
+                if let Some((path, index)) = origin {
+                    e.path = Some(path.to_owned());
+                    e.record_index = Some(index);
+                }
+                e
+            })
             .py_err(py)?;
         parsed_to_py(py, parsed).map(Some)
     }
