@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import numpy as np
@@ -54,22 +55,64 @@ def _human_value(v: Any, limit: int = 8) -> str:
     return f"{kind} {items}{more}"
 
 
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
+def _message(err: BaseException) -> str:
+    """One line for an error: an OS error without its errno, API flags as CLI flags."""
+    if isinstance(err, OSError) and err.strerror:
+        text = err.strerror if err.filename is None else f"{err.strerror}: {err.filename}"
+    else:
+        text = str(err)
+    text = text.replace("pass overwrite=True", "pass --overwrite")
+    return " ".join(text.split())
+
+
+def _fail(err: BaseException) -> NoReturn:
+    click.echo(f"error: {_message(err)}", err=True)
     sys.exit(1)
 
 
-def _storage_option(_: Any, __: Any, values: tuple[str, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _pairs(values: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE")
+        out[key] = raw
+    return out
+
+
+def _storage_option(_: Any, __: Any, values: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, raw in _pairs(values).items():
         try:
             out[key] = json.loads(raw)
         except ValueError:
             out[key] = raw
     return out
+
+
+def _image_size(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    h, sep, w = value.lower().partition("x")
+    try:
+        size = (int(h), int(w if sep else h))
+    except ValueError:
+        size = (0, 0)
+    if min(size) <= 0:
+        raise click.BadParameter(f"{value!r} is not HxW (224x224) or N (for NxN)")
+    return size
+
+
+def _json_object(value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError as err:
+        raise click.BadParameter(f"not JSON: {err}") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter("must be a JSON object of column roles")
+    return parsed
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,7 +148,9 @@ def _note(message: Warning | str, *_: Any, **__: Any) -> None:
 
 @main.command()
 @click.argument("file")
-@click.option("-n", "num", default=5, show_default=True, help="How many records to show.")
+@click.option(
+    "-n", "num", default=5, show_default=True, type=click.IntRange(0), help="Records to show."
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per Example.")
 @COMPRESSION
 def head(file: str, num: int, as_json: bool, compression: str) -> None:
@@ -130,7 +175,7 @@ def head(file: str, num: int, as_json: bool, compression: str) -> None:
                 for key, value in example.items():
                     click.echo(f"  {key}: {_human_value(value)}")
     except (OSError, TFRecordError) as err:
-        _fail(str(err))
+        _fail(err)
 
 
 def _c(compression: str) -> str | None:
@@ -151,7 +196,7 @@ def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
             f: count_records(f, compression=_c(compression), storage_options=_so()) for f in files
         }
     except (OSError, TFRecordError) as err:
-        _fail(str(err))
+        _fail(err)
     total = sum(counts.values())
     if as_json:
         click.echo(json.dumps({"files": counts, "total": total}))
@@ -171,13 +216,16 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
     try:
         reports = verify_files(list(paths), compression=_c(compression), storage_options=_so())
     except OSError as err:
-        _fail(str(err))
+        _fail(err)
     for r in reports:
         if as_json:
             click.echo(json.dumps(r.to_dict()))
             continue
+        if r.foreign:
+            click.echo(f"{'INVALID':8} {r.path}: {r.damage[0].message}")
+            continue
         status = "ok" if r.ok else "DAMAGED"
-        click.echo(f"{status:8} {r.path}: {r.records} good records")
+        click.echo(f"{status:8} {r.path}: {r.records:,} good records")
         for d in r.damage:
             click.echo(
                 f"         record {d.record_index} at offset {d.offset}: {d.error}: {d.message}"
@@ -186,13 +234,31 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
             click.echo(f"         {r.lost_bytes:,} bytes lost in all")
         if r.failure:
             click.echo(f"         {r.failure}")
+    if not as_json:
+        click.echo(_verify_total(reports))
     if not all(r.ok for r in reports):
         sys.exit(1)
 
 
+def _verify_total(reports: list[Any]) -> str:
+    files = f"{len(reports):,} file{'s' if len(reports) != 1 else ''}"
+    kinds = {
+        "ok": sum(r.ok for r in reports),
+        "damaged": sum(not r.ok and not r.foreign for r in reports),
+        "not TFRecord": sum(r.foreign for r in reports),
+    }
+    states = ", ".join(f"{n:,} {kind}" for kind, n in kinds.items() if n)
+    records = sum(r.records for r in reports)
+    lost = sum(r.lost_bytes for r in reports if not r.foreign)
+    tail = f", {lost:,} bytes lost" if lost else ""
+    return f"total: {files} ({states}); {records:,} good records{tail}"
+
+
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--sample", default=1000, show_default=True, help="Examples to look at.")
+@click.option(
+    "--sample", default=1000, show_default=True, type=click.IntRange(1), help="Examples to look at."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the schema as JSON.")
 @COMPRESSION
 def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str) -> None:
@@ -204,7 +270,7 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
             list(paths), sample, compression=_c(compression), storage_options=_so()
         )
     except (OSError, TFRecordError) as err:
-        _fail(str(err))
+        _fail(err)
     if as_json:
         click.echo(guessed.to_json(indent=1))
         return
@@ -225,12 +291,13 @@ def index(paths: tuple[str, ...]) -> None:
     try:
         files = expand_paths(list(paths), storage_options=_so())
     except OSError as err:
-        _fail(str(err))
+        _fail(err)
     for f in files:
         try:
             target = build_index(f, storage_options=_so())
         except (OSError, TFRecordError) as err:
-            click.echo(f"error: {f}: {err}", err=True)
+            message = _message(err)
+            click.echo(f"error: {message if f in message else f'{f}: {message}'}", err=True)
             failed = True
             continue
         click.echo(f"indexed {f} -> {target}")
@@ -250,8 +317,14 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     Skips damaged records, resynchronizes past damaged headers, drops a torn tail, and
     reports what was lost. Exits 0 when SRC was intact, 1 when something was lost.
     """
+    from .verify import _same
     from .verify import repair as repair_file
 
+    if _same(src, output):
+        raise click.BadParameter(
+            "must differ from SRC: repair writes a new file and leaves SRC as it is",
+            param_hint="'-o' / '--output'",
+        )
     try:
         report = repair_file(
             src,
@@ -261,14 +334,14 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
             storage_options=_so(),
         )
     except (OSError, TFRecordError, ValueError) as err:
-        _fail(str(err))
+        _fail(err)
     if as_json:
         click.echo(json.dumps(report.to_dict() | {"output": output}))
     else:
         click.echo(f"kept {report.records:,} records in {output}")
         for d in report.damage:
             where = f"bytes {d.lost[0]}-{d.lost[1]}" if d.lost else f"offset {d.offset}"
-            click.echo(f"lost    {where}: {d.error}: {d.message}")
+            click.echo(f"lost    record {d.record_index}, {where}: {d.error}: {d.message}")
         if report.failure:
             click.echo(f"stopped {report.failure}")
     if not report.ok:
@@ -289,14 +362,16 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     "options",
     multiple=True,
     metavar="KEY=VALUE",
+    callback=lambda _, __, v: _pairs(v),
     help="A Beam pipeline option (project=..., region=..., temp_location=...); repeatable.",
 )
 @click.option(
     "--schema",
     "schema_json",
+    callback=lambda _, __, v: _json_object(v),
     help='Column roles as JSON, e.g. \'{"split": "split", "path": "image_uri", "y": "label"}\'.',
 )
-@click.option("-n", "--num-shards", type=int, help="Shards per split.")
+@click.option("-n", "--num-shards", type=click.IntRange(1), help="Shards per split.")
 @click.option(
     "--compression",
     "out_compression",
@@ -304,7 +379,11 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     default="none",
     show_default=True,
 )
-@click.option("--image-size", help="Resize images to HxW, e.g. 224x224.")
+@click.option(
+    "--image-size",
+    callback=lambda _, __, v: _image_size(v),
+    help="Resize images to HxW (224x224), or N for NxN.",
+)
 @click.option("--image-format", type=click.Choice(["jpeg", "png", "webp"]), help="Re-encode.")
 @click.option("--overwrite", is_flag=True, help="Replace existing splits.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -312,11 +391,11 @@ def convert(
     source: str,
     output_dir: str,
     runner: str,
-    options: tuple[str, ...],
-    schema_json: str | None,
+    options: dict[str, str],
+    schema_json: dict[str, Any] | None,
     num_shards: int | None,
     out_compression: str,
-    image_size: str | None,
+    image_size: tuple[int, int] | None,
     image_format: str | None,
     overwrite: bool,
     as_json: bool,
@@ -328,42 +407,40 @@ def convert(
     from .conversion import convert as run
 
     try:
-        size = None
-        if image_size:
-            h, _, w = image_size.lower().partition("x")
-            size = (int(h), int(w))
         summary = run(
             source,
             output_dir,
-            schema=json.loads(schema_json) if schema_json else None,
+            schema=schema_json,
             runner=runner,
-            pipeline_options=dict(o.split("=", 1) for o in options if "=" in o),
+            pipeline_options=options,
             num_shards=num_shards,
             compression=_c(out_compression),
-            image_size=size,
+            image_size=image_size,
             image_format=image_format,
             overwrite=overwrite,
             progress=False,
             storage_options=_so(),
         )
     except (OSError, TFRecordError, ValueError, NotImplementedError) as err:
-        _fail(str(err))
+        _fail(err)
     click.echo(json.dumps(asdict(summary)) if as_json else str(summary))
 
 
 @main.command()
 @click.argument("output_dir")
 @click.option("--split", default="train", show_default=True)
-@click.option("-n", "num", default=16, show_default=True, help="How many images.")
-@click.option("--out", default="sheet.png", show_default=True, help="The PNG to write.")
-def inspect(output_dir: str, split: str, num: int, out: str) -> None:
+@click.option(
+    "-n", "num", default=16, show_default=True, type=click.IntRange(1), help="How many images."
+)
+@click.option("--out", help="The PNG to write [default: OUTPUT_DIR/sheet-SPLIT.png].")
+def inspect(output_dir: str, split: str, num: int, out: str | None) -> None:
     """Draw the first images of a converted split, with their labels, into a PNG."""
     from .conversion import contact_sheet
 
     try:
         path = contact_sheet(output_dir, split, num, out, storage_options=_so())
     except (OSError, TFRecordError, ValueError) as err:
-        _fail(str(err))
+        _fail(err)
     click.echo(f"wrote {path}")
 
 
@@ -386,7 +463,7 @@ class _Sized:
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="Prefix of the new shards.")
-@click.option("-n", "--num-shards", type=int, help="Number of output shards.")
+@click.option("-n", "--num-shards", type=click.IntRange(1), help="Number of output shards.")
 @click.option(
     "--max-shard-bytes",
     default="128MiB",
@@ -438,7 +515,7 @@ def reshard(
             storage_options=_so(),
         )
     except (OSError, TFRecordError, ValueError) as err:
-        _fail(str(err))
+        _fail(err)
     if as_json:
         click.echo(json.dumps(manifest.to_dict()))
         return
@@ -456,7 +533,14 @@ def reshard(
     show_default=True,
     help="Where to write the sample dataset.",
 )
-@click.option("-n", "num", default=10_000, show_default=True, help="Examples to write.")
+@click.option(
+    "-n",
+    "num",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Examples to write.",
+)
 def demo(directory: str, num: int) -> None:
     """Write, verify and parse a sample dataset; convert a generated image table, read it
     back through a pipeline and decode its images."""
@@ -465,5 +549,33 @@ def demo(directory: str, num: int) -> None:
     sys.exit(run(directory, num, click.echo))
 
 
+# Click 8.2 and later raise this for a bare `tfrecordkit`; earlier versions print the help.
+_NO_ARGS: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+def run(args: list[str] | None = None) -> NoReturn:
+    """The ``tfrecordkit`` command: :func:`main` with usage errors on one line (exit 2)."""
+    try:
+        code = main.main(args=args, prog_name="tfrecordkit", standalone_mode=False)
+    except _NO_ARGS as err:
+        click.echo(err.ctx.get_help() if err.ctx else err.format_message())
+        sys.exit(2)
+    except click.UsageError as err:
+        hint = f" (see '{err.ctx.command_path} --help')" if err.ctx else ""
+        click.echo(f"error: {' '.join(err.format_message().split())}{hint}", err=True)
+        sys.exit(2)
+    except click.ClickException as err:
+        click.echo(f"error: {err.format_message()}", err=True)
+        sys.exit(err.exit_code)
+    except click.Abort:
+        click.echo("error: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # The reader of our output went away (`tfrecordkit head ... | head -1`): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()

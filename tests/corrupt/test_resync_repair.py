@@ -147,7 +147,7 @@ def test_repair_of_a_gzip_file_and_the_cli(tmp_path, h):
     result = CliRunner().invoke(main, ["repair", str(bad), "-o", str(tmp_path / "b2.tfrecord")])
     assert result.exit_code == 1
     assert "kept 19 records" in result.output
-    assert "lost    bytes" in result.output
+    assert "lost    record 2, bytes" in result.output
 
 
 def test_read_report_counts_records_and_skipped_damage_per_file(tmp_path, h):

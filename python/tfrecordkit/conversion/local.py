@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -186,23 +187,32 @@ def contact_sheet(
     output_dir: str | os.PathLike[str],
     split: str = "train",
     n: int = 16,
-    out: str | os.PathLike[str] = "sheet.png",
+    out: str | os.PathLike[str] | None = None,
     *,
     thumb: int = 128,
     storage_options: StorageOptions = None,
 ) -> str:
-    """Draws the first ``n`` images of a converted split with their labels into one PNG.
+    """Draws the first ``n`` images of a converted split with their labels into one PNG,
+    by default ``sheet-{split}.png`` beside the split (a URL works too); returns its path.
 
-    Returns the PNG's path. Images that do not decode are drawn as a grey tile.
+    Images that do not decode are drawn as grey tiles, with a warning; Examples with no
+    ``image`` feature at all are a ``ValueError``, as is a split with no images that decode.
     """
     from PIL import Image, ImageDraw
 
-    pattern = os.path.join(os.fspath(output_dir), f"{split.lower()}-*")
+    output_dir = os.fspath(output_dir)
+    pattern = os.path.join(output_dir, f"{split.lower()}-*")
     tiles: list[tuple[Image.Image, str]] = []
+    broken = 0
     for record in read_records(pattern, storage_options=storage_options):
         if len(tiles) >= n:
             break
         ex = decode_example(record)
+        if "image" not in ex:
+            raise ValueError(
+                f"the Examples in {pattern} have no 'image' feature; a contact sheet is "
+                "drawn from the images of a convert output"
+            )
         text = ex.get("label_text") or ex.get("label")
         label = "" if text is None or len(text) == 0 else text[0]
         label = label.decode("utf-8", "replace") if isinstance(label, bytes) else str(label)
@@ -210,11 +220,18 @@ def contact_sheet(
             with Image.open(io.BytesIO(ex["image"][0])) as img:
                 tile = img.convert("RGB")
                 tile.thumbnail((thumb, thumb))
-        except (KeyError, IndexError, OSError, ValueError):
+        except (IndexError, OSError, ValueError):
+            broken += 1
             tile = Image.new("RGB", (thumb, thumb), (128, 128, 128))
         tiles.append((tile, label))
     if not tiles:
         raise ValueError(f"no Examples in {pattern}")
+    if broken == len(tiles):
+        raise ValueError(f"none of the first {broken} images in {pattern} decode")
+    if broken:
+        warnings.warn(
+            f"{broken} of {len(tiles)} images did not decode (drawn as grey tiles)", stacklevel=2
+        )
     cols = int(np.ceil(np.sqrt(len(tiles))))
     rows = int(np.ceil(len(tiles) / cols))
     cell_w, cell_h = thumb + 8, thumb + 22
@@ -224,9 +241,12 @@ def contact_sheet(
         x, y = (k % cols) * cell_w + 4, (k // cols) * cell_h + 4
         sheet.paste(tile, (x + (thumb - tile.width) // 2, y + (thumb - tile.height) // 2))
         draw.text((x, y + thumb + 3), label[:24], fill="black")
-    out = os.fspath(out)
-    sheet.save(out, format="PNG")
-    return out
+    target = os.path.join(output_dir, f"sheet-{split.lower()}.png") if out is None else out
+    target = os.fspath(target)
+    png = io.BytesIO()
+    sheet.save(png, format="PNG")
+    write_file(target, png.getvalue(), storage_options)
+    return target
 
 
 def load(

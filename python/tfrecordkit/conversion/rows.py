@@ -77,9 +77,13 @@ class ConversionSummary:
 
     def __str__(self) -> str:
         splits = ", ".join(f"{k.lower()} {v:,}" for k, v in self.rows.items())
+        discarded = f"{self.discarded:,} discarded"
+        if self.discarded:
+            where = os.path.join(self.output_dir, "discarded.csv")
+            discarded += f" (the reasons are in {where})"
         return (
             f"converted {sum(self.rows.values()):,} rows ({splits}) into {self.output_dir}; "
-            f"{self.discarded:,} discarded; {self.bytes:,} bytes in {self.seconds:.1f}s"
+            f"{discarded}; {self.bytes:,} bytes in {self.seconds:.1f}s"
         )
 
 

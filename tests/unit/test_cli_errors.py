@@ -1,0 +1,171 @@
+"""Every subcommand, given bad input, as a user runs it: the installed ``tfrecordkit``
+command in a subprocess. Each failure is one line on stderr starting ``error:``, with no
+Python internals, and the exit code says what kind it was: 2 for a usage error, 1 for a
+failure."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tfrecordkit as tfr
+
+USAGE, FAILURE = 2, 1
+
+
+def tfrecordkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).with_name("tfrecordkit")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "tfrecordkit.cli"]
+    return subprocess.run(
+        [*command, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    """A folder with a PNG, a CSV, a good file, a dataset without images and a conversion."""
+    from PIL import Image
+
+    d = tmp_path_factory.mktemp("cli")
+    png = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 20, 20)).save(png, format="PNG")
+    (d / "picture.png").write_bytes(png.getvalue())
+    (d / "table.csv").write_text(f"split,image_uri,label\nTRAIN,{d / 'picture.png'},cat\n")
+    with tfr.RecordWriter(str(d / "good.tfrecord")) as w:
+        for record in tfr.encode_examples({"x": np.arange(4, dtype=np.int64)}):
+            w.write(record)
+    tfr.write_dataset(
+        tfr.encode_examples({"x": np.arange(8, dtype=np.int64)}),
+        str(d / "numbers" / "train"),
+        num_shards=1,
+        progress=False,
+    )
+    assert tfr.convert(str(d / "table.csv"), str(d / "converted"), progress=False).rows
+    return d
+
+
+CASES = [
+    # (arguments, exit code, what the one line says)
+    (["bogus"], USAGE, "No such command 'bogus'"),
+    (["--storage-option", "novalue", "count", "x"], USAGE, "'novalue' is not KEY=VALUE"),
+    (["head"], USAGE, "Missing argument 'FILE'"),
+    (["head", "-n", "many", "good.tfrecord"], USAGE, "'many' is not a valid integer"),
+    (["head", "missing.tfrecord"], FAILURE, "no such file: missing.tfrecord"),
+    (["head", "picture.png"], FAILURE, "not a TFRecord file (it starts with a PNG signature)"),
+    (["count", "nothing-*.tfrecord"], FAILURE, "no files match the pattern: nothing-*"),
+    (["count", "table.csv"], FAILURE, 'it starts with text: "split,image_uri,label"'),
+    (["verify", "missing.tfrecord"], FAILURE, "missing.tfrecord"),
+    (["schema", "--sample", "0", "good.tfrecord"], USAGE, "0 is not in the range x>=1"),
+    (["schema", "picture.png"], FAILURE, "not a TFRecord file"),
+    (
+        ["index", "picture.png"],
+        FAILURE,
+        "not a TFRecord file (it starts with a PNG signature) (picture.png",
+    ),
+    (["repair", "good.tfrecord", "-o", "./good.tfrecord"], USAGE, "must differ from SRC"),
+    (["repair", "missing.tfrecord", "-o", "out.tfrecord"], FAILURE, "no such file"),
+    (["repair", "good.tfrecord", "-o", "table.csv"], FAILURE, "pass --overwrite"),
+    (["reshard", "good.tfrecord", "-o", "r", "-n", "0"], USAGE, "0 is not in the range x>=1"),
+    (["reshard", "missing.tfrecord", "-o", "r"], FAILURE, "missing.tfrecord"),
+    (["reshard", "good.tfrecord", "-o", "numbers/train"], FAILURE, "pass --overwrite"),
+    (["convert", "table.csv", "o", "--image-size", "64x"], USAGE, "'64x' is not HxW"),
+    (["convert", "table.csv", "o", "--image-size", "big"], USAGE, "'big' is not HxW"),
+    (["convert", "table.csv", "o", "--schema", "{bad"], USAGE, "'--schema': not JSON"),
+    (["convert", "table.csv", "o", "--schema", "[1]"], USAGE, "must be a JSON object"),
+    (["convert", "table.csv", "o", "--option", "project"], USAGE, "'project' is not KEY=VALUE"),
+    (["convert", "missing.csv", "o"], FAILURE, "missing.csv"),
+    (["convert", "table.csv", "converted"], FAILURE, "pass --overwrite to replace it"),
+    (["inspect", "numbers"], FAILURE, "have no 'image' feature"),
+    (["inspect", "nowhere"], FAILURE, "no files match the pattern: nowhere/train-*"),
+    (["inspect", "converted", "-n", "0"], USAGE, "0 is not in the range x>=1"),
+    (["demo", "-n", "0"], USAGE, "0 is not in the range x>=1"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "says"), CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_bad_input_is_one_line_and_the_right_exit_code(work, args, code, says):
+    done = tfrecordkit(*args, cwd=work)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == code, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: ")
+    assert says in lines[0]
+    for internal in ("Traceback", "Errno", "overwrite=True", 'File "'):
+        assert internal not in done.stderr + done.stdout
+
+
+def test_every_subcommand_has_a_bad_input_case():
+    from tfrecordkit.cli import main
+
+    covered = {args[0] for args, _, _ in CASES}
+    assert set(main.commands) <= covered
+
+
+def test_verify_names_other_formats_and_totals(work):
+    done = tfrecordkit("verify", "picture.png", "table.csv", "good.tfrecord", cwd=work)
+    assert done.returncode == FAILURE
+    assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        "INVALID  picture.png: not a TFRecord file (it starts with a PNG signature)",
+        'INVALID  table.csv: not a TFRecord file (it starts with text: "split,image_uri,label")',
+        "ok       good.tfrecord: 4 good records",
+        "total: 3 files (1 ok, 2 not TFRecord); 4 good records",
+    ]
+
+
+def test_verify_total_counts_damage_and_lost_bytes(work, tmp_path):
+    raw = bytearray((work / "good.tfrecord").read_bytes())
+    raw[3] ^= 0xFF  # the length of record 0
+    (tmp_path / "damaged.tfrecord").write_bytes(bytes(raw))
+    (tmp_path / "good.tfrecord").write_bytes((work / "good.tfrecord").read_bytes())
+    done = tfrecordkit("verify", "damaged.tfrecord", "good.tfrecord", cwd=tmp_path)
+    assert done.returncode == FAILURE
+    record = len(raw) // 4
+    assert done.stdout.splitlines()[-1] == (
+        f"total: 2 files (1 ok, 1 damaged); 7 good records, {record} bytes lost"
+    )
+
+
+def test_repair_lost_lines_give_the_record(work, tmp_path):
+    raw = bytearray((work / "good.tfrecord").read_bytes())
+    record = len(raw) // 4
+    raw[record + 3] ^= 0xFF  # the length of record 1
+    (tmp_path / "damaged.tfrecord").write_bytes(bytes(raw))
+    done = tfrecordkit("repair", "damaged.tfrecord", "-o", "fixed.tfrecord", cwd=tmp_path)
+    assert done.returncode == FAILURE
+    lost = [line for line in done.stdout.splitlines() if line.startswith("lost")]
+    assert len(lost) == 1
+    assert lost[0].startswith(f"lost    record 1, bytes {record}-{2 * record}: CorruptRecordError")
+
+
+def test_convert_says_where_the_discarded_rows_are(tmp_path):
+    (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,missing.png,cat\n")
+    done = tfrecordkit("convert", "t.csv", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    where = os.path.join("out", "discarded.csv")
+    assert f"1 discarded (the reasons are in {where})" in done.stdout
+    assert "missing.png" in (tmp_path / where).read_text()
+
+
+def test_inspect_writes_beside_the_dataset(work):
+    done = tfrecordkit("inspect", "converted", cwd=work)
+    assert done.returncode == 0, done.stderr
+    sheet = work / "converted" / "sheet-train.png"
+    assert done.stdout.strip() == f"wrote {os.path.join('converted', 'sheet-train.png')}"
+    assert sheet.read_bytes().startswith(b"\x89PNG")
+    # The sheet is not taken for a shard of the split.
+    assert tfr.count(str(work / "converted" / "train-*")) == 1
+
+
+def test_image_size_takes_n_for_a_square(tmp_path, work):
+    done = tfrecordkit("convert", str(work / "table.csv"), "sq", "--image-size", "4", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    from PIL import Image
+
+    parsed = next(iter(tfr.load(str(tmp_path / "sq"))))
+    assert Image.open(io.BytesIO(parsed["image"])).size == (4, 4)
