@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the tests need (into .venv) and runs every test:
-# Rust formatting, lints and unit tests for the core, the fuzz targets for a bounded time
-# (FUZZ_SECONDS each, 20 by default, 0 to skip), then the Python suite, which uses
-# TensorFlow itself as the compatibility oracle.
+# the Linux wheel users install (built once, checked in a fresh environment with no Rust on
+# PATH, then installed for the tests), Rust formatting, lints and unit tests for the core,
+# the fuzz targets for a bounded time (FUZZ_SECONDS each, 20 by default, 0 to skip), then
+# the Python suite, which uses TensorFlow itself as the compatibility oracle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,30 @@ step() { printf '\n==> %s\n' "$*"; }
 step "Python environment ($VENV)"
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet ".[test]"
+
+step "The wheel (manylinux2014, abi3)"
+bash scripts/wheel.sh
+WHEEL=$(ls dist/tfrecordkit-*.whl)
+
+step "The wheel in a fresh environment without Rust"
+check=$(mktemp -d)
+trap 'rm -rf "$check"' EXIT
+"$PYTHON" -m venv "$check/venv"
+bare_path="$check/venv/bin:/usr/local/bin:/usr/bin:/bin"
+for tool in cargo rustc; do
+    if PATH=$bare_path command -v "$tool" >/dev/null; then
+        echo "$tool is on the bare PATH ($bare_path); the check would prove nothing" >&2
+        exit 1
+    fi
+done
+# --only-binary: nothing may be compiled, neither tfrecordkit nor its dependencies.
+PATH=$bare_path "$check/venv/bin/python" -m pip install --quiet --only-binary :all: \
+    "$WHEEL[images]"
+(cd "$check" && PATH=$bare_path venv/bin/tfrecordkit demo --dir demo)
+
+step "Test dependencies"
+"$VENV/bin/python" -m pip install --quiet "$WHEEL[test]"
+"$VENV/bin/python" -m pip install --quiet --no-deps --force-reinstall "$WHEEL"
 
 step "cargo fmt / clippy / test"
 cargo fmt --all -- --check
