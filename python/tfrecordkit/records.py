@@ -301,6 +301,10 @@ class RecordWriter:
         seekable: bool = False,
     ) -> None:
         self.path = os.fspath(path)
+        if compression is not None and not isinstance(compression, str):
+            raise ValueError(
+                f'compression must be None, "gzip", "zlib" or "auto", not {compression!r}'
+            )
         members = SEEKABLE_MEMBER_BYTES if seekable else None
         self._w = _core.RecordWriter(self.path, compression, level, atomic, index, members)
 

@@ -57,15 +57,23 @@ def _dtype_name(dtype: Any) -> str:
     raise ValueError(f'unsupported dtype {dtype!r}: use "int64", "float32" or "bytes"')
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
+def _shape(shape: Any) -> tuple[int | None, ...]:
+    """A shape as a tuple of ints, with ``None`` for an unknown dimension (refused later,
+    when the spec joins a schema and the error can name its feature)."""
     if shape is None:
         return ()
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    dims = tuple(int(d) for d in shape)
-    if any(d < 0 for d in dims):
-        raise ValueError(f"shape dimensions must be known and non-negative, not {shape!r}")
-    return dims
+    dims: list[int | None] = []
+    for d in shape:
+        d = getattr(d, "value", d)  # a TF1 Dimension
+        if d is None:
+            dims.append(None)
+        elif isinstance(d, (int, np.integer)) and not isinstance(d, bool):
+            dims.append(int(d))
+        else:
+            raise ValueError(f"shape {shape!r}: dimensions are ints (or None), not {d!r}")
+    return tuple(dims)
 
 
 def _flat_default(default: Any, dtype: str) -> tuple[Any, ...] | None:
@@ -94,10 +102,19 @@ class FixedLen:
         object.__setattr__(self, "shape", _shape(shape))
         object.__setattr__(self, "dtype", _dtype_name(dtype))
         object.__setattr__(self, "default", _flat_default(default, self.dtype))
+
+    def _check(self, key: str) -> None:
+        if self.shape and self.shape[0] is None:
+            raise ValueError(
+                f"feature {key!r}: the first dimension of shape {self.shape} is unknown; "
+                "use FixedLenSequence for a variable number of rows"
+            )
+        _known(key, "FixedLen", self.shape)
         n = int(np.prod(self.shape, dtype=np.int64))
         if self.default is not None and len(self.default) not in (1, n):
             raise ValueError(
-                f"default has {len(self.default)} values; shape {self.shape} needs 1 or {n}"
+                f"feature {key!r}: default has {len(self.default)} values; shape "
+                f"{self.shape} needs 1 or {n}"
             )
 
 
@@ -131,8 +148,28 @@ class FixedLenSequence:
         object.__setattr__(self, "dtype", _dtype_name(dtype))
         object.__setattr__(self, "allow_missing", bool(allow_missing))
         object.__setattr__(self, "default", _flat_default(default, self.dtype))
+
+    def _check(self, key: str) -> None:
+        _known(key, "FixedLenSequence", self.shape)
+        if 0 in self.shape:
+            raise ValueError(
+                f"feature {key!r}: element shape {self.shape} has a zero dimension, so no "
+                "value could fill an element"
+            )
         if self.default is not None and len(self.default) != 1:
-            raise ValueError("a FixedLenSequence default is one padding value")
+            raise ValueError(
+                f"feature {key!r}: a FixedLenSequence default is one padding value, not "
+                f"{len(self.default)}"
+            )
+
+
+def _known(key: str, kind: str, shape: tuple[int | None, ...]) -> None:
+    if None in shape:
+        raise ValueError(
+            f"feature {key!r}: every dimension of a {kind} shape must be known, not {shape}"
+        )
+    if any(d < 0 for d in shape if d is not None):
+        raise ValueError(f"feature {key!r}: shape {shape} has a negative dimension")
 
 
 Spec = FixedLen | VarLen | FixedLenSequence
@@ -245,7 +282,10 @@ class Schema(Mapping[str, Spec]):
         for key, spec in features.items():
             if not isinstance(key, str):
                 raise TypeError(f"feature names must be str, not {type(key).__name__}")
-            specs[key] = spec if isinstance(spec, tuple(_KINDS)) else _from_tf_spec(spec)
+            spec = spec if isinstance(spec, tuple(_KINDS)) else _from_tf_spec(spec)
+            if not isinstance(spec, VarLen):
+                spec._check(key)
+            specs[key] = spec
         self._specs = specs
         self._compiled: _core.CompiledSchema | None = None
 

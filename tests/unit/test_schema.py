@@ -61,20 +61,22 @@ def test_shapes_are_normalized():
     assert tfr.FixedLen(np.int64(3), "int64").shape == (3,)
     assert tfr.FixedLen((2, 3), "int64").shape == (2, 3)
     assert tfr.FixedLenSequence([4], "float").shape == (4,)
-    with pytest.raises(ValueError):
-        tfr.FixedLen([-1], "int64")
-    with pytest.raises(ValueError):
-        tfr.FixedLenSequence([2, -1], "int64")
+    with pytest.raises(ValueError, match="feature 'k': shape"):
+        tfr.Schema({"k": tfr.FixedLen([-1], "int64")})
+    with pytest.raises(ValueError, match="feature 'k': shape"):
+        tfr.Schema({"k": tfr.FixedLenSequence([2, -1], "int64")})
+    with pytest.raises(ValueError, match="dimensions are ints"):
+        tfr.FixedLen([2.5], "int64")
 
 
 def test_defaults_are_validated_and_flattened():
     assert tfr.FixedLen([2, 2], "int64", default=[[1, 2], [3, 4]]).default == (1, 2, 3, 4)
     assert tfr.FixedLen([3], "float", default=0.5).default == (0.5,)
     assert tfr.FixedLen([], "string", default="é").default == ("é".encode(),)
-    with pytest.raises(ValueError, match="default"):
-        tfr.FixedLen([2], "int64", default=[1, 2, 3])
-    with pytest.raises(ValueError, match="default"):
-        tfr.FixedLenSequence([2], "int64", default=[1, 2])
+    with pytest.raises(ValueError, match="feature 'k': default"):
+        tfr.Schema({"k": tfr.FixedLen([2], "int64", default=[1, 2, 3])})
+    with pytest.raises(ValueError, match="feature 'k': a FixedLenSequence default"):
+        tfr.Schema({"k": tfr.FixedLenSequence([2], "int64", default=[1, 2])})
 
 
 def test_specs_are_frozen_and_comparable():

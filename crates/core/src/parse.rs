@@ -10,9 +10,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::example::{
-    read_float_list, read_int64_list, read_map_entry, utf8_key, EntryValue, Kind,
-};
+use crate::example::{read_float_list, read_int64_list, read_map_entry, EntryValue, Kind};
 use crate::wire::{self, WireReader};
 
 /// The value type of a feature.
@@ -584,10 +582,10 @@ fn scan(
         while at < fb.len() {
             // Fast path: `0a n | 0a k key 12 v value` with one-byte lengths throughout.
             if let Some((key, value, next)) = short_entry(fb, at) {
+                // Keys the schema does not ask for are skipped unread, as TensorFlow does,
+                // even when they are not valid UTF-8.
                 if let Some(i) = order.find(schema, pos, key) {
                     take_entry(schema, i, Some(value), st, &mut acc.values[i]);
-                } else if !key.is_ascii() {
-                    utf8_key(key)?;
                 }
                 at = next;
                 pos += 1;
@@ -603,20 +601,13 @@ fn scan(
             let entry = features.bytes()?;
             at += features.pos();
             let (key, value) = read_map_entry(entry)?;
-            match order.find(schema, pos, key) {
-                Some(i) => {
-                    let col = &mut acc.values[i];
-                    match value {
-                        EntryValue::Absent => take_entry(schema, i, None, st, col),
-                        EntryValue::One(b) => take_entry(schema, i, Some(b), st, col),
-                        EntryValue::Many(parts) => {
-                            take_entry(schema, i, Some(&parts.concat()), st, col)
-                        }
-                    }
-                }
-                None => {
-                    if !key.is_ascii() {
-                        utf8_key(key)?;
+            if let Some(i) = order.find(schema, pos, key) {
+                let col = &mut acc.values[i];
+                match value {
+                    EntryValue::Absent => take_entry(schema, i, None, st, col),
+                    EntryValue::One(b) => take_entry(schema, i, Some(b), st, col),
+                    EntryValue::Many(parts) => {
+                        take_entry(schema, i, Some(&parts.concat()), st, col)
                     }
                 }
             }
