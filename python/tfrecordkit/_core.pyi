@@ -37,9 +37,11 @@ __all__ = [
     "member_records",
     "mix_seed",
     "parse_examples",
+    "ragged_layout",
     "read_member",
     "read_record_at",
     "read_records_at",
+    "sparse_layout",
     "unframe_records",
     "__version__",
 ]
@@ -52,6 +54,19 @@ def decode_sequence_example(data: bytes) -> tuple[dict[str, Any], dict[str, list
 def parse_examples(
     records: Iterable[bytes], schema: CompiledSchema
 ) -> list[tuple[np.ndarray, list[int], np.ndarray | None]]: ...
+def sparse_layout(
+    key: str,
+    index: list[tuple[np.ndarray, np.ndarray]],
+    index_keys: list[str],
+    value_splits: np.ndarray,
+    size: list[int],
+    already_sorted: bool,
+) -> tuple[np.ndarray, np.ndarray, list[int]]: ...
+def ragged_layout(
+    key: str,
+    value_splits: np.ndarray,
+    partitions: list[tuple[str, tuple[np.ndarray, np.ndarray] | None, int]],
+) -> list[np.ndarray]: ...
 def encode_columns(table: Table) -> list[bytes]: ...
 def framed_row_sizes(table: Table) -> np.ndarray: ...
 def count_records(
@@ -108,6 +123,7 @@ class RecordReader:
         self, schema: CompiledSchema, max_records: int = 1024
     ) -> list[tuple[np.ndarray, list[int], np.ndarray | None]] | None: ...
     def delivered(self) -> list[tuple[str, int]]: ...
+    def origin_in_batch(self, i: int) -> tuple[str, int] | None: ...
     @property
     def current_path(self) -> str | None: ...
 

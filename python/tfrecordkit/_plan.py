@@ -21,7 +21,7 @@ from ._paths import URLOpener
 from ._policy import policed
 from .errors import SchemaError, TFRecordError
 from .image import ImageOptions
-from .schema import FixedLen, FixedLenSequence, Schema, _assemble
+from .schema import FixedLen, FixedLenSequence, RaggedFeature, Schema, SparseFeature
 
 NATIVE_OPS = (_core.Shuffle, _core.Shard, _core.Skip, _core.Take, _core.Repeat)
 
@@ -284,7 +284,7 @@ def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
         # Sequence features are padded to their unit's longest, and images that keep their
         # own shape cannot share an array: one record per unit.
         unit = 1
-    keys = list(schema) if schema is not None else []
+    keys = schema.column_keys() if schema is not None else []
     images = [(keys.index(i.key), i.options.native(), i.options.seed_value()) for i in plan.images]
     # The consuming thread parses too; extra workers pay off past two cores. Image
     # decoding is heavy enough for a worker per core, leaving the consumer free.
@@ -324,7 +324,6 @@ def _native(source: Source, plan: Plan, epoch: int, tagged: bool) -> Iterator[An
 
 
 def _elements_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool) -> Iterator[Any]:
-    names = list(plan.schema) if plan.schema is not None else []
     batched = plan.batch is not None
     try:
         units = policed(pipe.next, source.on_error, catch=TFRecordError, what="bad record")
@@ -332,7 +331,7 @@ def _elements_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool)
             if plan.schema is None:
                 element: Any = _stages.object_array(payload) if batched else payload
             else:
-                element = {k: _assemble(*p) for k, p in zip(names, payload, strict=True)}
+                element = plan.schema.outputs(payload)
             if batched:
                 yield (keys, element) if tagged else element
             elif plan.schema is None:
@@ -352,11 +351,22 @@ def _rows(columns: dict[str, Any], n: int) -> Iterator[dict[str, Any]]:
 @dataclass(frozen=True)
 class ElementSpec:
     """The shape (``None`` where it varies) and dtype of one component of an element;
-    ``ragged`` for a batched ``VarLen`` feature (a :class:`~tfrecordkit.Ragged`)."""
+    ``ragged``: the number of ragged dimensions of a :class:`~tfrecordkit.Ragged` (a
+    batched ``VarLen``, a ``RaggedFeature``), 0 for an array; ``sparse`` for a
+    :class:`~tfrecordkit.Sparse`."""
 
     shape: tuple[int | None, ...]
     dtype: str
-    ragged: bool = False
+    ragged: int = 0
+    sparse: bool = False
+    row_splits_dtype: str = "int64"
+
+    def __repr__(self) -> str:
+        extra = f", ragged={self.ragged}" if self.ragged else ""
+        if self.ragged and self.row_splits_dtype != "int64":
+            extra += f", row_splits_dtype={self.row_splits_dtype!r}"
+        extra += ", sparse=True" if self.sparse else ""
+        return f"ElementSpec(shape={self.shape!r}, dtype={self.dtype!r}{extra})"
 
 
 def element_spec(plan: Plan) -> Any:
@@ -378,6 +388,14 @@ def element_spec(plan: Plan) -> Any:
             h, w = o.size or (None, None)
             out[key] = ElementSpec((*lead, h, w, o.channels or None), str(np.dtype(o.dtype)))
             continue
+        if isinstance(spec, SparseFeature):
+            out[key] = ElementSpec((*lead, *spec.size), spec.dtype, sparse=True)
+            continue
+        if isinstance(spec, RaggedFeature):
+            rank = len(spec.partitions) + (batch is not None)
+            dims = (*lead, *[None] * (len(spec.partitions) + 1))
+            out[key] = ElementSpec(dims, spec.dtype, rank, row_splits_dtype=spec.row_splits_dtype)
+            continue
         shape = tuple(getattr(spec, "shape", ()))
         if isinstance(spec, FixedLenSequence):
             out[key] = ElementSpec((*lead, None, *shape), spec.dtype)
@@ -386,5 +404,5 @@ def element_spec(plan: Plan) -> Any:
         elif batch is None:
             out[key] = ElementSpec((None,), spec.dtype)
         else:
-            out[key] = ElementSpec((*lead, None), spec.dtype, ragged=True)
+            out[key] = ElementSpec((*lead, None), spec.dtype, ragged=1)
     return out

@@ -20,10 +20,11 @@ from ._paths import (
     read_bytes,
 )
 from ._policy import OnError, check_on_error, policed
+from .errors import TFRecordError
 from .example import decode_example
 from .manifest import SHARD_RE, Manifest, manifest_path
 from .reports import ReadReport
-from .schema import Schema, SchemaGuess, _as_schema, _assemble
+from .schema import Schema, SchemaGuess, _as_schema
 from .table import as_table
 
 __all__ = [
@@ -153,10 +154,21 @@ def read_examples(
     """
     schema = _as_schema(schema)
     compiled = schema.compiled()
-    keys = list(schema)
     reader = _open(paths, compression, verify, on_error, max_record_bytes, resync, storage_options)
     batches = _batches(lambda: reader.read_parsed(compiled, batch_size), on_error, reader, report)
-    return ({k: _assemble(*p) for k, p in zip(keys, parsed, strict=True)} for parsed in batches)
+    return (_located(reader, schema.outputs, parsed) for parsed in batches)
+
+
+def _located(reader: _core.RecordReader, outputs: Callable[[Any], T], parsed: Any) -> T:
+    """``outputs(parsed)``, an error in one of the batch's records named by its file and
+    its index there."""
+    try:
+        return outputs(parsed)
+    except TFRecordError as err:
+        origin = None if err.record_index is None else reader.origin_in_batch(err.record_index)
+        if origin is not None and err.path is None:
+            err.path, err.record_index = origin
+        raise
 
 
 def _open(

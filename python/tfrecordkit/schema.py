@@ -5,20 +5,24 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import _core
 from .errors import SchemaError
+from .tensors import Ragged, Sparse
 
 __all__ = [
     "FixedLen",
     "FixedLenSequence",
     "Ragged",
+    "RaggedFeature",
     "Schema",
     "SchemaGuess",
+    "Sparse",
+    "SparseFeature",
     "VarLen",
     "parse_example",
     "parse_examples",
@@ -172,8 +176,186 @@ def _known(key: str, kind: str, shape: tuple[int | None, ...]) -> None:
         raise ValueError(f"feature {key!r}: shape {shape} has a negative dimension")
 
 
-Spec = FixedLen | VarLen | FixedLenSequence
-_KINDS: dict[type, str] = {FixedLen: "fixed", VarLen: "var", FixedLenSequence: "sequence"}
+@dataclass(frozen=True)
+class SparseFeature:
+    """A sparse tensor kept in separate features, as ``tf.io.SparseFeature``: the indices
+    of each value in ``index_key`` (one key per dimension) and the values in ``value_key``
+    → :class:`Sparse` of dense shape ``[batch, *size]``.
+
+    Entries are sorted by index within each Example unless ``already_sorted``. Each Example
+    needs as many indices in every dimension as values, or parsing raises
+    :class:`SchemaError`; indices are taken as they are, as ``tf.io`` takes them (an index
+    outside ``size`` makes :meth:`Sparse.to_dense` raise).
+
+    >>> spec = SparseFeature("idx", "val", "float32", size=10)
+    >>> parsed = parse_example(encode_example({"idx": [3, 1], "val": [0.5, 2.0]}), {"s": spec})
+    >>> parsed["s"].to_dense().tolist()
+    [0.0, 2.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    """
+
+    index_key: tuple[str, ...]
+    value_key: str
+    dtype: str
+    size: tuple[int, ...]
+    already_sorted: bool = False
+
+    def __init__(
+        self,
+        index_key: str | Iterable[str],
+        value_key: str,
+        dtype: Any,
+        size: int | Iterable[int],
+        already_sorted: bool = False,
+    ) -> None:
+        keys = (index_key,) if isinstance(index_key, str) else tuple(index_key)
+        object.__setattr__(self, "index_key", keys)
+        object.__setattr__(self, "value_key", value_key)
+        object.__setattr__(self, "dtype", _dtype_name(dtype))
+        object.__setattr__(self, "size", _shape(size))
+        object.__setattr__(self, "already_sorted", bool(already_sorted))
+
+    def _check(self, key: str) -> None:
+        if not self.index_key or not all(isinstance(k, str) and k for k in self.index_key):
+            raise ValueError(f"feature {key!r}: a SparseFeature needs index keys")
+        if not isinstance(self.value_key, str) or not self.value_key:
+            raise ValueError(f"feature {key!r}: a SparseFeature needs a value key")
+        if len(self.size) != len(self.index_key):
+            raise ValueError(
+                f"feature {key!r}: {len(self.index_key)} index keys need as many sizes, "
+                f"not {self.size}"
+            )
+        _known(key, "SparseFeature size", self.size)
+
+
+class RowSplits(NamedTuple):
+    """A ragged partition: the row splits of each Example's values, in feature ``key``."""
+
+    key: str
+
+
+class RowLengths(NamedTuple):
+    """A ragged partition: the length of each row, in feature ``key``."""
+
+    key: str
+
+
+class RowStarts(NamedTuple):
+    """A ragged partition: where each row starts, in feature ``key``."""
+
+    key: str
+
+
+class RowLimits(NamedTuple):
+    """A ragged partition: where each row ends, in feature ``key``."""
+
+    key: str
+
+
+class ValueRowIds(NamedTuple):
+    """A ragged partition: the row of each value, in feature ``key``."""
+
+    key: str
+
+
+class UniformRowLength(NamedTuple):
+    """A ragged partition: rows of ``length`` values each."""
+
+    length: int
+
+
+Partition = RowSplits | RowLengths | RowStarts | RowLimits | ValueRowIds | UniformRowLength
+_PARTITIONS: dict[str, Any] = {
+    "RowSplits": RowSplits,
+    "RowLengths": RowLengths,
+    "RowStarts": RowStarts,
+    "RowLimits": RowLimits,
+    "ValueRowIds": ValueRowIds,
+    "UniformRowLength": UniformRowLength,
+}
+_PARTITION_KINDS = {
+    RowSplits: "row_splits",
+    RowLengths: "row_lengths",
+    RowStarts: "row_starts",
+    RowLimits: "row_limits",
+    ValueRowIds: "value_rowids",
+    UniformRowLength: "uniform_row_length",
+}
+
+
+def _partition(p: Any) -> Partition:
+    """One of ours, from ours or from ``tf.io.RaggedFeature.RowLengths(...)`` and the rest."""
+    kind = _PARTITIONS.get(type(p).__name__)
+    if kind is None:
+        raise TypeError(f"a ragged partition is RaggedFeature.RowSplits(...) etc., not {p!r}")
+    if kind is UniformRowLength:
+        return UniformRowLength(int(p.length))
+    return kind(p.key)
+
+
+@dataclass(frozen=True)
+class RaggedFeature:
+    """A ragged tensor, as ``tf.io.RaggedFeature``: the values of ``value_key`` (the
+    feature's own name when omitted), split into nested rows by ``partitions``, outermost
+    first, each read from its own feature (or a ``UniformRowLength``) → :class:`Ragged`
+    with one ragged dimension per partition after the batch.
+
+    ``partitions`` are ``RaggedFeature.RowSplits(key)``, ``RowLengths(key)``,
+    ``RowStarts(key)``, ``RowLimits(key)``, ``ValueRowIds(key)`` and
+    ``UniformRowLength(n)``. Every Example's partitions are checked: ones that do not
+    partition its values raise :class:`SchemaError`.
+
+    >>> spec = RaggedFeature("int64", "v", partitions=[RaggedFeature.RowLengths("lens")])
+    >>> record = encode_example({"v": [1, 2, 3], "lens": [2, 0, 1]})
+    >>> parse_example(record, {"r": spec})["r"].to_list()
+    [[1, 2], [], [3]]
+    """
+
+    RowSplits = RowSplits
+    RowLengths = RowLengths
+    RowStarts = RowStarts
+    RowLimits = RowLimits
+    ValueRowIds = ValueRowIds
+    UniformRowLength = UniformRowLength
+
+    dtype: str
+    value_key: str | None = None
+    partitions: tuple[Partition, ...] = ()
+    row_splits_dtype: str = "int64"
+
+    def __init__(
+        self,
+        dtype: Any,
+        value_key: str | None = None,
+        partitions: Iterable[Any] = (),
+        row_splits_dtype: Any = "int64",
+    ) -> None:
+        object.__setattr__(self, "dtype", _dtype_name(dtype))
+        object.__setattr__(self, "value_key", value_key)
+        object.__setattr__(self, "partitions", tuple(_partition(p) for p in partitions))
+        splits = getattr(row_splits_dtype, "name", row_splits_dtype)
+        if splits not in ("int32", "int64"):
+            raise ValueError(f"row_splits_dtype must be int32 or int64, not {row_splits_dtype!r}")
+        object.__setattr__(self, "row_splits_dtype", splits)
+
+    def _check(self, key: str) -> None:
+        if self.value_key is not None and (
+            not isinstance(self.value_key, str) or not self.value_key
+        ):
+            raise ValueError(f"feature {key!r}: value_key must be a non-empty string")
+        for p in self.partitions:
+            if isinstance(p, UniformRowLength) and p.length <= 0:
+                raise ValueError(f"feature {key!r}: UniformRowLength must be positive")
+
+
+Spec = FixedLen | VarLen | FixedLenSequence | SparseFeature | RaggedFeature
+_KINDS: dict[type, str] = {
+    FixedLen: "fixed",
+    VarLen: "var",
+    FixedLenSequence: "sequence",
+    SparseFeature: "sparse",
+    RaggedFeature: "ragged",
+}
+_COMPOSITE = (SparseFeature, RaggedFeature)
 
 
 def _from_tf_spec(spec: Any) -> Spec:
@@ -185,11 +367,36 @@ def _from_tf_spec(spec: Any) -> Spec:
         return VarLen(spec.dtype)
     if name == "FixedLenSequenceFeature":
         return FixedLenSequence(spec.shape, spec.dtype, spec.allow_missing, spec.default_value)
-    raise TypeError(f"a schema maps names to FixedLen, VarLen or FixedLenSequence, not {name}")
+    if name == "SparseFeature":
+        return SparseFeature(
+            spec.index_key, spec.value_key, spec.dtype, spec.size, spec.already_sorted
+        )
+    if name == "RaggedFeature":
+        return RaggedFeature(spec.dtype, spec.value_key, spec.partitions, spec.row_splits_dtype)
+    raise TypeError(
+        "a schema maps names to FixedLen, VarLen, FixedLenSequence, SparseFeature or "
+        f"RaggedFeature, not {name}"
+    )
 
 
 def _spec_to_dict(spec: Spec) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": _KINDS[type(spec)], "dtype": spec.dtype}
+    if isinstance(spec, SparseFeature):
+        out |= {
+            "index_key": list(spec.index_key),
+            "value_key": spec.value_key,
+            "size": list(spec.size),
+            "already_sorted": spec.already_sorted,
+        }
+        return out
+    if isinstance(spec, RaggedFeature):
+        parts = [{"kind": type(p).__name__, **p._asdict()} for p in spec.partitions]
+        out |= {
+            "value_key": spec.value_key,
+            "partitions": parts,
+            "row_splits_dtype": spec.row_splits_dtype,
+        }
+        return out
     if not isinstance(spec, VarLen):
         out["shape"] = list(spec.shape)
         default: Any = spec.default
@@ -214,59 +421,19 @@ def _spec_from_dict(d: Mapping[str, Any]) -> Spec:
         return VarLen(d["dtype"])
     if kind == "sequence":
         return FixedLenSequence(d["shape"], d["dtype"], d.get("allow_missing", False), default)
-    raise ValueError(f"unknown feature kind {kind!r}")
-
-
-@dataclass(frozen=True, eq=False)
-class Ragged:
-    """Variable-length rows: row ``i`` is ``values[row_splits[i]:row_splits[i + 1]]``."""
-
-    values: np.ndarray
-    row_splits: np.ndarray
-    _lengths: np.ndarray = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_lengths", np.diff(self.row_splits))
-
-    def __len__(self) -> int:
-        return len(self.row_splits) - 1
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Ragged):
-            return NotImplemented
-        return bool(
-            np.array_equal(self.row_splits, other.row_splits)
-            and np.array_equal(self.values, other.values)
+    if kind == "sparse":
+        return SparseFeature(
+            d["index_key"], d["value_key"], d["dtype"], d["size"], d.get("already_sorted", False)
         )
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __getitem__(self, i: int) -> np.ndarray:
-        n = len(self)
-        row = i + n if i < 0 else i
-        if not 0 <= row < n:
-            raise IndexError(f"row {i} out of range for {n} rows")
-        i = row
-        return self.values[self.row_splits[i] : self.row_splits[i + 1]]
-
-    def __iter__(self) -> Iterator[np.ndarray]:
-        return (self[i] for i in range(len(self)))
-
-    def row_lengths(self) -> np.ndarray:
-        return self._lengths
-
-    def to_list(self) -> list[list[Any]]:
-        return [row.tolist() for row in self]
-
-    def to_dense(self, default: Any = None) -> np.ndarray:
-        """Pads rows to the longest with ``default`` (zero or ``b""`` when omitted)."""
-        width = int(self._lengths.max()) if len(self) else 0
-        if default is None:
-            default = b"" if self.values.dtype == object else 0
-        out = np.full((len(self), width), default, dtype=self.values.dtype)
-        for i, row in enumerate(self):
-            out[i, : len(row)] = row
-        return out
+    if kind == "ragged":
+        parts = [
+            _PARTITIONS[p["kind"]](**{k: v for k, v in p.items() if k != "kind"})
+            for p in d.get("partitions", [])
+        ]
+        return RaggedFeature(
+            d["dtype"], d.get("value_key"), parts, d.get("row_splits_dtype", "int64")
+        )
+    raise ValueError(f"unknown feature kind {kind!r}")
 
 
 class Schema(Mapping[str, Spec]):
@@ -287,6 +454,7 @@ class Schema(Mapping[str, Spec]):
                 spec._check(key)
             specs[key] = spec
         self._specs = specs
+        self._columns = _columns(specs)
         self._compiled: _core.CompiledSchema | None = None
 
     def __getitem__(self, key: str) -> Spec:
@@ -307,6 +475,8 @@ class Schema(Mapping[str, Spec]):
         return f"Schema({self._specs!r})"
 
     def compiled(self) -> _core.CompiledSchema:
+        """The native schema of the columns parsed from each Example: one per feature,
+        and one per key a ``SparseFeature`` or ``RaggedFeature`` reads."""
         if self._compiled is None:
             self._compiled = _core.CompiledSchema(
                 [
@@ -318,10 +488,39 @@ class Schema(Mapping[str, Spec]):
                         getattr(spec, "allow_missing", False),
                         None if isinstance(spec, VarLen) else _core_default(spec),
                     )
-                    for key, spec in self._specs.items()
+                    for key, spec in self._columns.items()
                 ]
             )
         return self._compiled
+
+    def column_keys(self) -> list[str]:
+        """The keys of the parsed columns, in the order :meth:`compiled` parses them."""
+        return list(self._columns)
+
+    def outputs(self, columns: list[Any]) -> dict[str, Any]:
+        """The features of a parsed batch, from its columns (as :meth:`compiled` returns
+        them): arrays, :class:`Ragged` and :class:`Sparse`."""
+        if len(self._columns) == len(self._specs) and not any(
+            isinstance(spec, _COMPOSITE) for spec in self._specs.values()
+        ):
+            return {k: _assemble(*c) for k, c in zip(self._specs, columns, strict=True)}
+        at = {key: i for i, key in enumerate(self._columns)}
+        out: dict[str, Any] = {}
+        for key, spec in self._specs.items():
+            if isinstance(spec, SparseFeature):
+                out[key] = _sparse(
+                    key, spec, [columns[at[k]] for k in spec.index_key], columns[at[spec.value_key]]
+                )
+            elif isinstance(spec, RaggedFeature):
+                value = columns[at[spec.value_key or key]]
+                parts = [
+                    None if isinstance(p, UniformRowLength) else columns[at[p.key]]
+                    for p in spec.partitions
+                ]
+                out[key] = _ragged(key, spec, value, parts)
+            else:
+                out[key] = _assemble(*columns[at[key]])
+        return out
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {k: _spec_to_dict(v) for k, v in self._specs.items()}
@@ -336,6 +535,69 @@ class Schema(Mapping[str, Spec]):
     @classmethod
     def from_json(cls, text: str) -> Schema:
         return cls.from_dict(json.loads(text))
+
+
+def _columns(specs: Mapping[str, Spec]) -> dict[str, Spec]:
+    """The columns to parse for ``specs``: each plain feature, and a ``VarLen`` for each key
+    a composite feature reads. A key read twice must be read the same way."""
+    columns: dict[str, Spec] = {}
+    owner: dict[str, str] = {}
+
+    def add(key: str, spec: Spec, by: str) -> None:
+        have = columns.get(key)
+        if have is not None and have != spec:
+            raise ValueError(
+                f"feature {by!r} reads {key!r} as {spec}, but {owner[key]!r} reads it as {have}"
+            )
+        columns[key] = spec
+        owner.setdefault(key, by)
+
+    for key, spec in specs.items():
+        if isinstance(spec, SparseFeature):
+            for index_key in spec.index_key:
+                add(index_key, VarLen("int64"), key)
+            add(spec.value_key, VarLen(spec.dtype), key)
+        elif isinstance(spec, RaggedFeature):
+            add(spec.value_key or key, VarLen(spec.dtype), key)
+            for p in spec.partitions:
+                if not isinstance(p, UniformRowLength):
+                    add(p.key, VarLen("int64"), key)
+        else:
+            add(key, spec, key)
+    return columns
+
+
+def _sparse(key: str, spec: SparseFeature, index: list[Any], value: Any) -> Sparse:
+    values, _, value_splits = value
+    indices, order, dense_shape = _core.sparse_layout(
+        key,
+        [(v, splits) for v, _, splits in index],
+        list(spec.index_key),
+        value_splits,
+        list(spec.size),
+        spec.already_sorted,
+    )
+    return Sparse(indices, values[order], tuple(dense_shape))
+
+
+def _ragged(key: str, spec: RaggedFeature, value: Any, parts: list[Any]) -> Ragged:
+    values, _, value_splits = value
+    levels = _core.ragged_layout(
+        key,
+        value_splits,
+        [
+            (
+                _PARTITION_KINDS[type(p)],
+                None if c is None else (c[0], c[2]),
+                getattr(p, "length", 0),
+            )
+            for p, c in zip(spec.partitions, parts, strict=True)
+        ],
+    )
+    out: Any = values
+    for splits in reversed(levels):
+        out = Ragged(out, splits.astype(spec.row_splits_dtype, copy=False))
+    return out
 
 
 def _core_default(spec: FixedLen | FixedLenSequence) -> list[Any] | None:
@@ -368,15 +630,16 @@ def parse_examples(records: Iterable[bytes], schema: Schema | Mapping[str, Any])
     schema = _as_schema(schema)
     if not isinstance(records, (list, tuple)):
         records = list(records)
-    parsed = _core.parse_examples(records, schema.compiled())
-    return {key: _assemble(*p) for key, p in zip(schema, parsed, strict=True)}
+    return schema.outputs(_core.parse_examples(records, schema.compiled()))
 
 
 def parse_example(record: bytes, schema: Schema | Mapping[str, Any]) -> dict[str, Any]:
     """Parses one serialized Example: as :func:`parse_examples` without the batch axis
     (a ``VarLen`` feature gives its values array)."""
     batch = parse_examples([record], schema)
-    return {k: (v[0] if isinstance(v, (Ragged, np.ndarray)) else v) for k, v in batch.items()}
+    return {
+        k: (v[0] if isinstance(v, (Ragged, Sparse, np.ndarray)) else v) for k, v in batch.items()
+    }
 
 
 class SchemaGuess:

@@ -123,7 +123,8 @@ LEAVES = {
     "tfrecordkit._paths": {"tfrecordkit.errors"},
     "tfrecordkit._policy": {"tfrecordkit.errors"},
     "tfrecordkit.reports": {"tfrecordkit.errors"},
-    "tfrecordkit.schema": {"tfrecordkit.errors", "tfrecordkit._core"},
+    "tfrecordkit.tensors": set(),
+    "tfrecordkit.schema": {"tfrecordkit.errors", "tfrecordkit._core", "tfrecordkit.tensors"},
     "tfrecordkit.manifest": {"tfrecordkit._core", "tfrecordkit._paths", "tfrecordkit.schema"},
 }
 

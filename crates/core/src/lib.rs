@@ -2,6 +2,7 @@
 //! with schema-driven batch parsing. Pure Rust; the Python bindings live in another crate.
 
 pub mod columns;
+pub mod composite;
 pub mod compression;
 pub mod crc;
 pub mod error;

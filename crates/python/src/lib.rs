@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use tfrecordkit_core::Feature;
 
+mod composite;
 mod convert;
 mod errors;
 mod image;
@@ -88,6 +89,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_sequence_example, m)?)?;
     m.add_function(wrap_pyfunction!(decode_sequence_example, m)?)?;
     m.add_function(wrap_pyfunction!(parse::parse_examples, m)?)?;
+    m.add_function(wrap_pyfunction!(composite::sparse_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(composite::ragged_layout, m)?)?;
     m.add_function(wrap_pyfunction!(records::count_records, m)?)?;
     m.add_function(wrap_pyfunction!(table::encode_columns, m)?)?;
     m.add_function(wrap_pyfunction!(table::framed_row_sizes, m)?)?;

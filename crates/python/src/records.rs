@@ -111,6 +111,13 @@ impl RecordReader {
             .collect()
     }
 
+    /// `(path, index in the file)` of record `i` of the last batch read.
+    fn origin_in_batch(&self, i: u64) -> Option<(String, u64)> {
+        self.inner
+            .origin_in_batch(i)
+            .map(|(path, index)| (path.to_owned(), index))
+    }
+
     /// The file being read, if any.
     #[getter]
     fn current_path(&self) -> Option<String> {

@@ -1,4 +1,5 @@
-"""The JAX adapter: a pipeline's numeric arrays placed on JAX's default device."""
+"""The JAX adapter: a pipeline's numeric arrays placed on JAX's default device (sparse
+features made dense)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..schema import Sparse
+
 
 def map_arrays(element: Any, fn: Callable[[Any], Any]) -> Any:
     """``fn`` applied to every numeric array of an element (dicts and tuples walked)."""
@@ -14,6 +17,9 @@ def map_arrays(element: Any, fn: Callable[[Any], Any]) -> Any:
         return {k: map_arrays(v, fn) for k, v in element.items()}
     if isinstance(element, tuple):
         return tuple(map_arrays(v, fn) for v in element)
+    if isinstance(element, Sparse) and element.values.dtype != object:
+        # JAX has no sparse type of its own to share: a sparse feature arrives dense.
+        return fn(element.to_dense())
     if isinstance(element, np.ndarray) and element.dtype != object:
         return fn(element)
     return element

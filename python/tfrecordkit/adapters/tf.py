@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..schema import Ragged
+from ..schema import Ragged, Sparse
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
@@ -15,7 +15,11 @@ def _tensors(tf: Any, element: Any) -> Any:
     if isinstance(element, dict):
         return {k: _tensors(tf, v) for k, v in element.items()}
     if isinstance(element, Ragged):
-        return tf.RaggedTensor.from_row_splits(element.values, element.row_splits)
+        return tf.RaggedTensor.from_nested_row_splits(
+            element.flat_values, element.nested_row_splits, validate=False
+        )
+    if isinstance(element, Sparse):
+        return tf.SparseTensor(element.indices, element.values, element.dense_shape)
     return element
 
 
@@ -26,9 +30,14 @@ def signature(tf: Any, spec: Any) -> Any:
     if isinstance(spec, dict):
         return {k: signature(tf, v) for k, v in spec.items()}
     dtype = tf.string if spec.dtype == "bytes" else tf.as_dtype(spec.dtype)
+    if spec.sparse:
+        return tf.SparseTensorSpec(list(spec.shape), dtype)
     if spec.ragged:
         return tf.RaggedTensorSpec(
-            list(spec.shape), dtype, ragged_rank=1, row_splits_dtype=tf.int64
+            list(spec.shape),
+            dtype,
+            ragged_rank=spec.ragged,
+            row_splits_dtype=tf.as_dtype(spec.row_splits_dtype),
         )
     return tf.TensorSpec(list(spec.shape), dtype)
 

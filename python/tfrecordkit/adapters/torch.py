@@ -9,6 +9,8 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from ..schema import Sparse
+
 if TYPE_CHECKING:
     from ..dataset import Dataset
 
@@ -32,6 +34,13 @@ def _tensors(element: Any, device: torch.device | None = None, pin: bool = False
         return {k: _tensors(v, device, pin) for k, v in element.items()}
     if isinstance(element, tuple):
         return tuple(_tensors(v, device, pin) for v in element)
+    if isinstance(element, Sparse) and element.values.dtype != object:
+        tensor = torch.sparse_coo_tensor(
+            torch.from_numpy(np.ascontiguousarray(element.indices.T)),
+            torch.from_numpy(element.values),
+            element.dense_shape,
+        )
+        return tensor.to(device) if device is not None else tensor
     if isinstance(element, np.ndarray) and element.dtype != object:
         tensor = torch.from_numpy(element)
         if pin:
@@ -48,7 +57,8 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
     Each DataLoader worker of each ``torch.distributed`` rank reads its own share (whole
     files when there are at least as many files as consumers, otherwise every n-th
     record), so every record is delivered once per epoch. Numeric arrays become tensors;
-    bytes stay NumPy object arrays, :class:`tfrecordkit.Ragged` stays as it is.
+    numeric :class:`tfrecordkit.Sparse` features become sparse COO tensors; bytes stay NumPy
+    object arrays, :class:`tfrecordkit.Ragged` stays as it is.
 
     ``pin_memory`` copies each tensor into page-locked memory and ``device`` moves it
     there (asynchronously from pinned memory): iterate in the main process, without

@@ -1,0 +1,374 @@
+//! Features built from several parsed columns, as `tf.io.SparseFeature` and
+//! `tf.io.RaggedFeature` build them: a batch's columns are parsed in the one pass per record,
+//! then put together here, checking every record. Ragged partitions are always checked
+//! (TensorFlow checks them only with `validate=True`); sparse indices are taken as they are,
+//! as TensorFlow takes them, only their count is checked against the values'.
+//!
+//! Columns come as `(values, row_splits)`: record `r` holds
+//! `values[row_splits[r]..row_splits[r + 1]]`.
+
+use crate::error::{Error, Result};
+
+/// One parsed variable-length column: its values and the row splits of the batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Rows<'a, T> {
+    pub values: &'a [T],
+    pub splits: &'a [i64],
+}
+
+impl<'a, T> Rows<'a, T> {
+    fn rows(&self) -> usize {
+        self.splits.len().saturating_sub(1)
+    }
+
+    fn row(&self, r: usize) -> &'a [T] {
+        &self.values[self.splits[r] as usize..self.splits[r + 1] as usize]
+    }
+}
+
+fn bad(key: &str, record: usize, message: String) -> Error {
+    Error::schema(format!("feature {key:?}: {message}"))
+        .with_key(key)
+        .with_record(record as u64)
+}
+
+fn check_splits(what: &str, splits: &[i64], n_values: usize) -> Result<()> {
+    let ok = splits.first() == Some(&0)
+        && splits.windows(2).all(|w| w[0] <= w[1])
+        && splits.last().is_some_and(|&l| l as usize == n_values);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{what} row splits are not a partition"
+        )))
+    }
+}
+
+/// A sparse tensor of a batch: `indices` is `[nnz, 1 + rank]` row-major (the record, then
+/// its index in each dimension), `order` says which parsed value each entry takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SparseLayout {
+    pub indices: Vec<i64>,
+    pub order: Vec<usize>,
+    pub dense_shape: Vec<i64>,
+}
+
+/// Puts a `SparseFeature` together from its index columns (one per dimension) and its value
+/// column. Each record must have as many indices in every dimension as values; entries are
+/// sorted by index within each record unless `already_sorted`. Indices are not checked
+/// against `size`, as TensorFlow does not check them.
+pub fn sparse(
+    key: &str,
+    index: &[Rows<'_, i64>],
+    index_keys: &[&str],
+    value_splits: &[i64],
+    size: &[i64],
+    already_sorted: bool,
+) -> Result<SparseLayout> {
+    let rows = value_splits.len().saturating_sub(1);
+    let rank = index.len();
+    if rank == 0 || size.len() != rank || index_keys.len() != rank {
+        return Err(Error::invalid(format!(
+            "feature {key:?}: {rank} index keys need as many sizes, not {}",
+            size.len()
+        )));
+    }
+    for (d, col) in index.iter().enumerate() {
+        check_splits(index_keys[d], col.splits, col.values.len())?;
+        if col.rows() != rows {
+            return Err(Error::invalid("index and value columns differ in rows"));
+        }
+    }
+    let nnz = value_splits.last().copied().unwrap_or(0).max(0) as usize;
+    check_splits("value", value_splits, nnz)?;
+    let mut indices = Vec::with_capacity(nnz * (rank + 1));
+    let mut order: Vec<usize> = (0..nnz).collect();
+    for r in 0..rows {
+        let (start, end) = (value_splits[r] as usize, value_splits[r + 1] as usize);
+        let n = end - start;
+        for (d, col) in index.iter().enumerate() {
+            let idx = col.row(r);
+            if idx.len() != n {
+                return Err(bad(
+                    key,
+                    r,
+                    format!(
+                        "index key {:?} has {} values but the value key has {n}",
+                        index_keys[d],
+                        idx.len()
+                    ),
+                ));
+            }
+        }
+        let entry = |k: usize| -> Vec<i64> {
+            let at = k - start;
+            index.iter().map(|col| col.row(r)[at]).collect()
+        };
+        if !already_sorted {
+            order[start..end].sort_by_cached_key(|&k| entry(k));
+        }
+        for &k in &order[start..end] {
+            indices.push(r as i64);
+            indices.extend(entry(k));
+        }
+    }
+    let mut dense_shape = Vec::with_capacity(rank + 1);
+    dense_shape.push(rows as i64);
+    dense_shape.extend_from_slice(size);
+    Ok(SparseLayout {
+        indices,
+        order,
+        dense_shape,
+    })
+}
+
+/// How one level of a `RaggedFeature` is partitioned, with its parsed column when it has
+/// one (every kind but `UniformRowLength`).
+#[derive(Debug, Clone, Copy)]
+pub enum Partition<'a> {
+    RowSplits(Rows<'a, i64>),
+    RowLengths(Rows<'a, i64>),
+    RowStarts(Rows<'a, i64>),
+    RowLimits(Rows<'a, i64>),
+    ValueRowIds(Rows<'a, i64>),
+    UniformRowLength(i64),
+}
+
+impl Partition<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Partition::RowSplits(_) => "RowSplits",
+            Partition::RowLengths(_) => "RowLengths",
+            Partition::RowStarts(_) => "RowStarts",
+            Partition::RowLimits(_) => "RowLimits",
+            Partition::ValueRowIds(_) => "ValueRowIds",
+            Partition::UniformRowLength(_) => "UniformRowLength",
+        }
+    }
+
+    /// This record's row splits over `n` items of the level below (appended to `out`,
+    /// starting at 0); returns the number of rows, or what is wrong.
+    fn split(&self, r: usize, n: usize, out: &mut Vec<i64>) -> std::result::Result<usize, String> {
+        let n64 = n as i64;
+        let start = out.len();
+        let nondecreasing = |v: &[i64]| v.windows(2).all(|w| w[0] <= w[1]);
+        match *self {
+            Partition::RowSplits(col) => {
+                let s = col.row(r);
+                if s.is_empty() && n == 0 {
+                    out.push(0);
+                } else if s.first() != Some(&0) || s.last() != Some(&n64) || !nondecreasing(s) {
+                    return Err(format!(
+                        "row splits {s:?} do not go from 0 up to the {n} items they split"
+                    ));
+                } else {
+                    out.extend_from_slice(s);
+                }
+            }
+            Partition::RowLengths(col) => {
+                let l = col.row(r);
+                if l.iter().any(|&x| x < 0) || l.iter().sum::<i64>() != n64 {
+                    return Err(format!("row lengths {l:?} do not add up to the {n} items"));
+                }
+                out.push(0);
+                let mut at = 0;
+                for &x in l {
+                    at += x;
+                    out.push(at);
+                }
+            }
+            Partition::RowStarts(col) => {
+                let s = col.row(r);
+                let first_ok = s.first().is_none_or(|&f| f == 0) && (!s.is_empty() || n == 0);
+                if !first_ok || !nondecreasing(s) || s.last().is_some_and(|&l| l > n64) {
+                    return Err(format!(
+                        "row starts {s:?} do not start rows of the {n} items"
+                    ));
+                }
+                out.extend_from_slice(s);
+                out.push(n64);
+            }
+            Partition::RowLimits(col) => {
+                let l = col.row(r);
+                let ok = if l.is_empty() {
+                    n == 0
+                } else {
+                    l[0] >= 0 && nondecreasing(l) && l[l.len() - 1] == n64
+                };
+                if !ok {
+                    return Err(format!("row limits {l:?} do not end rows of the {n} items"));
+                }
+                out.push(0);
+                out.extend_from_slice(l);
+            }
+            Partition::ValueRowIds(col) => {
+                let ids = col.row(r);
+                if ids.len() != n || ids.first().is_some_and(|&f| f < 0) || !nondecreasing(ids) {
+                    return Err(format!(
+                        "value row ids {ids:?} are not {n} nondecreasing row numbers"
+                    ));
+                }
+                let rows = ids.last().map_or(0, |&l| l as usize + 1);
+                out.push(0);
+                let mut at = 0;
+                for row in 0..rows {
+                    while at < n && ids[at] as usize == row {
+                        at += 1;
+                    }
+                    out.push(at as i64);
+                }
+            }
+            Partition::UniformRowLength(k) => {
+                if k <= 0 || n64 % k != 0 {
+                    return Err(format!("{n} items do not make rows of {k}"));
+                }
+                out.extend((0..=n64 / k).map(|i| i * k));
+            }
+        }
+        Ok(out.len() - start - 1)
+    }
+}
+
+/// The row splits of a `RaggedFeature` over a batch, outermost first: the batch's own
+/// splits, then one level per partition (`partitions` outermost first, as TensorFlow lists
+/// them); the last level splits the values. Every record's partitions are checked.
+pub fn ragged_splits(
+    key: &str,
+    value_splits: &[i64],
+    partitions: &[Partition<'_>],
+) -> Result<Vec<Vec<i64>>> {
+    let rows = value_splits.len().saturating_sub(1);
+    let n_values = value_splits.last().copied().unwrap_or(0).max(0) as usize;
+    check_splits("value", value_splits, n_values)?;
+    for p in partitions {
+        if let Partition::RowSplits(c)
+        | Partition::RowLengths(c)
+        | Partition::RowStarts(c)
+        | Partition::RowLimits(c)
+        | Partition::ValueRowIds(c) = p
+        {
+            check_splits(p.name(), c.splits, c.values.len())?;
+            if c.rows() != rows {
+                return Err(Error::invalid("partition and value columns differ in rows"));
+            }
+        }
+    }
+    // levels[0] is the batch; levels[1 + i] is partition i.
+    let mut levels: Vec<Vec<i64>> = vec![vec![0]; partitions.len() + 1];
+    let mut local = Vec::new();
+    for r in 0..rows {
+        let mut n = (value_splits[r + 1] - value_splits[r]) as usize;
+        for (i, p) in partitions.iter().enumerate().rev() {
+            local.clear();
+            let count = p
+                .split(r, n, &mut local)
+                .map_err(|m| bad(key, r, format!("{} partition: {m}", p.name())))?;
+            let level = &mut levels[i + 1];
+            let base = *level.last().expect("starts with 0");
+            level.extend(local[1..].iter().map(|&s| base + s));
+            n = count;
+        }
+        let batch = &mut levels[0];
+        let base = *batch.last().expect("starts with 0");
+        batch.push(base + n as i64);
+    }
+    Ok(levels)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows<'a>(values: &'a [i64], splits: &'a [i64]) -> Rows<'a, i64> {
+        Rows { values, splits }
+    }
+
+    fn unit(splits: &[i64]) -> &[i64] {
+        splits
+    }
+
+    #[test]
+    fn sparse_sorts_within_each_record_and_checks_counts_and_ranges() {
+        let idx = [3, 1, 2];
+        let layout = sparse(
+            "s",
+            &[rows(&idx, &[0, 2, 3])],
+            &["i"],
+            unit(&[0, 2, 3]),
+            &[10],
+            false,
+        )
+        .unwrap();
+        assert_eq!(layout.indices, vec![0, 1, 0, 3, 1, 2]);
+        assert_eq!(layout.order, vec![1, 0, 2]);
+        assert_eq!(layout.dense_shape, vec![2, 10]);
+
+        let kept = sparse(
+            "s",
+            &[rows(&idx, &[0, 2, 3])],
+            &["i"],
+            unit(&[0, 2, 3]),
+            &[10],
+            true,
+        )
+        .unwrap();
+        assert_eq!(kept.order, vec![0, 1, 2]);
+
+        let err = sparse(
+            "s",
+            &[rows(&idx, &[0, 2, 3])],
+            &["i"],
+            unit(&[0, 1, 3]),
+            &[10],
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(err.record_index, Some(0));
+        assert!(
+            err.message.contains("has 2 values but the value key has 1"),
+            "{}",
+            err.message
+        );
+        assert_eq!(err.key.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn ragged_levels_follow_each_partition_kind() {
+        // One record of 5 values: lengths [2, 1] over lengths [2, 2, 1].
+        let a = [2, 1];
+        let b = [2, 2, 1];
+        let levels = ragged_splits(
+            "r",
+            unit(&[0, 5]),
+            &[
+                Partition::RowLengths(rows(&a, &[0, 2])),
+                Partition::RowLengths(rows(&b, &[0, 3])),
+            ],
+        )
+        .unwrap();
+        assert_eq!(levels, vec![vec![0, 2], vec![0, 2, 3], vec![0, 2, 4, 5]]);
+
+        let ids = [0, 0, 2];
+        let levels = ragged_splits(
+            "r",
+            unit(&[0, 3]),
+            &[Partition::ValueRowIds(rows(&ids, &[0, 3]))],
+        )
+        .unwrap();
+        assert_eq!(levels, vec![vec![0, 3], vec![0, 2, 2, 3]]);
+
+        let levels =
+            ragged_splits("r", unit(&[0, 4, 6]), &[Partition::UniformRowLength(2)]).unwrap();
+        assert_eq!(levels, vec![vec![0, 2, 3], vec![0, 2, 4, 6]]);
+
+        let bad_lengths = [2, 2];
+        let err = ragged_splits(
+            "r",
+            unit(&[0, 3]),
+            &[Partition::RowLengths(rows(&bad_lengths, &[0, 2]))],
+        )
+        .unwrap_err();
+        assert!(err.message.contains("do not add up"), "{}", err.message);
+    }
+}

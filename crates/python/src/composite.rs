@@ -1,0 +1,99 @@
+//! `SparseFeature` and `RaggedFeature` layouts from parsed columns (see the core's
+//! `composite` module); the Python package gathers the values by the returned order.
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tfrecordkit_core::composite::{self, Partition, Rows};
+
+use crate::errors::IntoPyResult;
+
+type Column<'py> = (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>);
+type SparseLayout<'py> = (
+    Bound<'py, PyArray2<i64>>,
+    Bound<'py, PyArray1<usize>>,
+    Vec<i64>,
+);
+
+/// `(indices [nnz, 1 + rank], order [nnz], dense_shape)` of a batch's sparse feature, from
+/// its index columns `(values, row_splits)` and the value column's row splits.
+#[pyfunction]
+#[pyo3(signature = (key, index, index_keys, value_splits, size, already_sorted))]
+pub fn sparse_layout<'py>(
+    py: Python<'py>,
+    key: &str,
+    index: Vec<Column<'py>>,
+    index_keys: Vec<String>,
+    value_splits: PyReadonlyArray1<'py, i64>,
+    size: Vec<i64>,
+    already_sorted: bool,
+) -> PyResult<SparseLayout<'py>> {
+    let rank = index.len();
+    let cols: Vec<Rows<'_, i64>> = index
+        .iter()
+        .map(|(v, s)| {
+            Ok(Rows {
+                values: v.as_slice()?,
+                splits: s.as_slice()?,
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    let names: Vec<&str> = index_keys.iter().map(String::as_str).collect();
+    let splits = value_splits.as_slice()?;
+    let layout = py
+        .detach(|| composite::sparse(key, &cols, &names, splits, &size, already_sorted))
+        .py_err(py)?;
+    let nnz = layout.order.len();
+    let indices = PyArray1::from_vec(py, layout.indices).reshape([nnz, rank + 1])?;
+    Ok((
+        indices,
+        PyArray1::from_vec(py, layout.order),
+        layout.dense_shape,
+    ))
+}
+
+/// The row splits of a batch's ragged feature, outermost (the batch) first, from the value
+/// column's row splits and the partitions `(kind, values, row_splits, uniform_length)`.
+#[pyfunction]
+pub fn ragged_layout<'py>(
+    py: Python<'py>,
+    key: &str,
+    value_splits: PyReadonlyArray1<'py, i64>,
+    partitions: Vec<(String, Option<Column<'py>>, i64)>,
+) -> PyResult<Vec<Bound<'py, PyArray1<i64>>>> {
+    let parts: Vec<Partition<'_>> = partitions
+        .iter()
+        .map(|(kind, column, uniform)| {
+            let rows = || -> PyResult<Rows<'_, i64>> {
+                let (v, s) = column
+                    .as_ref()
+                    .ok_or_else(|| PyValueError::new_err(format!("{kind} needs a column")))?;
+                Ok(Rows {
+                    values: v.as_slice()?,
+                    splits: s.as_slice()?,
+                })
+            };
+            Ok(match kind.as_str() {
+                "row_splits" => Partition::RowSplits(rows()?),
+                "row_lengths" => Partition::RowLengths(rows()?),
+                "row_starts" => Partition::RowStarts(rows()?),
+                "row_limits" => Partition::RowLimits(rows()?),
+                "value_rowids" => Partition::ValueRowIds(rows()?),
+                "uniform_row_length" => Partition::UniformRowLength(*uniform),
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "unknown partition {other:?}"
+                    )))
+                }
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    let splits = value_splits.as_slice()?;
+    let levels = py
+        .detach(|| composite::ragged_splits(key, splits, &parts))
+        .py_err(py)?;
+    Ok(levels
+        .into_iter()
+        .map(|l| PyArray1::from_vec(py, l))
+        .collect())
+}
