@@ -57,6 +57,7 @@ from .schema import (
     parse_example,
     parse_examples,
 )
+from .sequence import parse_sequence_example, parse_single_sequence_example
 from .verify import repair, verify
 from .writer import write_dataset
 
@@ -110,6 +111,8 @@ __all__ = [
     "load",
     "parse_example",
     "parse_examples",
+    "parse_sequence_example",
+    "parse_single_sequence_example",
     "read_batches",
     "read_examples",
     "read_records",

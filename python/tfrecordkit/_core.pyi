@@ -37,6 +37,7 @@ __all__ = [
     "member_records",
     "mix_seed",
     "parse_examples",
+    "parse_feature_lists",
     "ragged_layout",
     "read_member",
     "read_record_at",
@@ -54,6 +55,9 @@ def decode_sequence_example(data: bytes) -> tuple[dict[str, Any], dict[str, list
 def parse_examples(
     records: Iterable[bytes], schema: CompiledSchema
 ) -> list[tuple[np.ndarray, list[int], np.ndarray | None]]: ...
+def parse_feature_lists(
+    records: list[bytes], wanted: list[tuple[str, str]]
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]: ...
 def sparse_layout(
     key: str,
     index: list[tuple[np.ndarray, np.ndarray]],

@@ -39,6 +39,17 @@ class Parse:
 
 
 @dataclass(frozen=True)
+class ParseSequence:
+    """Parses SequenceExamples: each record, or each batch of records when ``batched``
+    (a ``batch`` right after the parse batches the records first, then parses them in one
+    call, padding ``FixedLenSequence`` lists to the batch's longest)."""
+
+    context: Schema | None
+    sequence: Schema
+    batched: bool = False
+
+
+@dataclass(frozen=True)
 class DecodeImage:
     key: str
     options: ImageOptions
@@ -77,7 +88,8 @@ Op = Any  # one of the dataclasses above or of NATIVE_OPS
 
 def op_name(op: Op) -> str:
     """The ``Dataset`` method that made ``op``."""
-    return {"DecodeImage": "decode_image"}.get(type(op).__name__, type(op).__name__.lower())
+    names = {"DecodeImage": "decode_image", "ParseSequence": "parse"}
+    return names.get(type(op).__name__, type(op).__name__.lower())
 
 
 @dataclass(frozen=True)
@@ -264,6 +276,8 @@ def _python(source: Source, plan: Plan, upto: int, epoch: int) -> Iterator[_stag
         return _stages.prefetch(it, op.size)
     if isinstance(op, Parse):
         return _stages.parse(it, op.schema)
+    if isinstance(op, ParseSequence):
+        return _stages.parse_sequences(it, op.context, op.sequence, op.batched)
     if isinstance(op, DecodeImage):
         return _stages.decode_images(it, op.key, op.options, epoch)
     raise AssertionError(op)  # pragma: no cover

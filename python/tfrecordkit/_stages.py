@@ -25,6 +25,7 @@ from . import _core
 from ._paths import atomic_write
 from .image import ImageOptions, decode_seeded
 from .schema import Ragged, Schema, parse_examples
+from .sequence import _row, parse_sequence_example
 
 Pair = tuple[Any, Any]
 
@@ -230,6 +231,26 @@ def parse(it: Iterator[Pair], schema: Schema) -> Iterator[Pair]:
         columns = parse_examples([x for _, x in chunk], schema)
         for i, (key, _) in enumerate(chunk):
             yield key, {k: v[i] for k, v in columns.items()}
+
+
+def parse_sequences(
+    it: Iterator[Pair], context: Schema | None, sequence: Schema, batched: bool
+) -> Iterator[Pair]:
+    """SequenceExamples parsed a batch (or ``UNIT`` records) per native call; context and
+    feature lists in one dict."""
+    if batched:
+        for key, records in it:
+            ctx, lists, _ = parse_sequence_example(list(records), context, sequence)
+            yield key, {**ctx, **lists}
+        return
+    while True:
+        chunk = list(itertools.islice(it, UNIT))
+        if not chunk:
+            return
+        ctx, lists, lengths = parse_sequence_example([x for _, x in chunk], context, sequence)
+        for i, (key, _) in enumerate(chunk):
+            own, steps = _row(ctx, lists, lengths, i)
+            yield key, {**own, **steps}
 
 
 def decode_images(

@@ -271,13 +271,21 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
         )
     except (OSError, TFRecordError) as err:
         _fail(err)
+    lists = guessed.sequence
     if as_json:
-        click.echo(guessed.to_json(indent=1))
+        if lists is None:
+            click.echo(guessed.to_json(indent=1))
+        else:
+            both = {"context": guessed.to_dict(), "feature_lists": lists.to_dict()}
+            click.echo(json.dumps(both, indent=1))
         return
-    for key, spec in guessed.items():
+    rows = [(key, spec, "") for key, spec in guessed.items()]
+    rows += [(key, spec, "(feature list)") for key, spec in (lists or {}).items()]
+    for key, spec, note in rows:
         shape = getattr(spec, "shape", None)
-        kind = type(spec).__name__
-        click.echo(f"{key:<24} {kind:<16} {spec.dtype:<8} {'' if shape is None else list(shape)}")
+        dims = "" if shape is None else str(list(shape))
+        line = f"{key:<24} {type(spec).__name__:<16} {spec.dtype:<8} {dims} {note}"
+        click.echo(line.rstrip())
 
 
 @main.command()

@@ -27,6 +27,7 @@ from ._plan import (
     Interleave,
     Map,
     Parse,
+    ParseSequence,
     Plan,
     Prefetch,
     Source,
@@ -36,6 +37,7 @@ from ._policy import OnError, check_on_error
 from .image import DEFAULT_CROP_RATIO, ImageOptions
 from .records import infer_schema
 from .schema import Schema, _as_schema
+from .sequence import sequence_schema_of
 
 __all__ = ["AUTOTUNE", "Dataset", "DatasetIterator"]
 
@@ -133,18 +135,36 @@ class Dataset:
         cycle = _stages.cpus() if cycle_length == AUTOTUNE else int(cycle_length)
         return self._then(Interleave(cycle, int(block_length), bool(deterministic)))
 
-    def parse(self, schema: Schema | dict[str, Any] | None = None) -> Dataset:
+    def parse(
+        self,
+        schema: Schema | dict[str, Any] | None = None,
+        sequence_schema: Schema | dict[str, Any] | None = None,
+    ) -> Dataset:
         """Parses each record as a ``tf.train.Example`` with ``schema`` (inferred from the
         first records of the first file when omitted). Batches are parsed in one native
-        call each, on worker threads."""
-        if schema is None:
+        call each, on worker threads.
+
+        With ``sequence_schema`` the records are ``SequenceExample``s: ``schema`` parses
+        their context and ``sequence_schema`` their feature lists, into one dict per
+        element (see :func:`tfrecordkit.parse_sequence_example`). An inferred schema of
+        SequenceExamples brings its feature lists' schema along.
+        """
+        if schema is None and sequence_schema is None:
             first = self._source.files[:1]
             if not first:
                 raise ValueError("cannot infer a schema from no files; pass one")
             opener = self._source.opener
             options = opener.storage_options if opener is not None else None
             schema = infer_schema(first[0], storage_options=options)
-        return self._then(Parse(_as_schema(schema)))
+            sequence_schema = schema.sequence
+        if sequence_schema is None:
+            return self._then(Parse(_as_schema(schema)))
+        context = None if schema is None or not len(schema) else _as_schema(schema)
+        lists = sequence_schema_of(sequence_schema)
+        both = set(context or ()) & set(lists)
+        if both:
+            raise ValueError(f"{sorted(both)} name both context features and feature lists")
+        return self._then(ParseSequence(context, lists))
 
     def decode_image(
         self,
@@ -213,7 +233,13 @@ class Dataset:
         """Groups ``batch_size`` elements; parsed Examples become dicts of arrays with a
         leading batch axis (``VarLen`` features a :class:`Ragged`)."""
         _check_count("batch_size", batch_size)
-        return self._then(Batch(int(batch_size), bool(drop_remainder)))
+        batch = Batch(int(batch_size), bool(drop_remainder))
+        last = self._ops[-1] if self._ops else None
+        if isinstance(last, ParseSequence) and not last.batched:
+            # Batch the records, then parse each batch in one call, padded as one.
+            ds = Dataset(self._source, self._ops[:-1])._then(batch)
+            return ds._then(replace(last, batched=True))
+        return self._then(batch)
 
     def repeat(self, count: int | None = None) -> Dataset:
         """Repeats the dataset ``count`` times (forever when ``None``); every repetition

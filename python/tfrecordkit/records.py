@@ -21,10 +21,11 @@ from ._paths import (
 )
 from ._policy import OnError, check_on_error, policed
 from .errors import TFRecordError
-from .example import decode_example
+from .example import decode_sequence_example
 from .manifest import SHARD_RE, Manifest, manifest_path
 from .reports import ReadReport
 from .schema import Schema, SchemaGuess, _as_schema
+from .sequence import SequenceGuess
 from .table import as_table
 
 __all__ = [
@@ -269,17 +270,25 @@ def _index_count(index: str, size: int, columns: int, options: StorageOptions) -
 
 def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema:
     """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
-    :class:`SchemaGuess`); ``read_kwargs`` go to :func:`read_records`.
+    :class:`SchemaGuess`); ``read_kwargs`` go to :func:`read_records`. For
+    ``SequenceExample``s the schema is the context's, and its ``sequence`` attribute the
+    feature lists' (``FixedLenSequence`` where every step has one size, else ``VarLen``).
 
     >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
     Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
     """
     guess = SchemaGuess()
+    steps = SequenceGuess()
     for record in read_records(paths, **read_kwargs):
         if guess.examples >= sample:
             break
-        guess.add(decode_example(record))
-    return guess.schema()
+        context, lists = decode_sequence_example(record)
+        guess.add(context)
+        steps.add(lists)
+    schema = guess.schema()
+    if steps.seen:
+        schema.sequence = steps.schema()
+    return schema
 
 
 class RecordWriter:

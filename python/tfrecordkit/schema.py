@@ -456,6 +456,8 @@ class Schema(Mapping[str, Spec]):
         self._specs = specs
         self._columns = _columns(specs)
         self._compiled: _core.CompiledSchema | None = None
+        #: The feature lists' schema, when this is the context of SequenceExamples.
+        self.sequence: Schema | None = None
 
     def __getitem__(self, key: str) -> Spec:
         return self._specs[key]

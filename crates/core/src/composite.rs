@@ -7,6 +7,8 @@
 //! Columns come as `(values, row_splits)`: record `r` holds
 //! `values[row_splits[r]..row_splits[r + 1]]`.
 
+use std::cmp::Ordering::{Equal, Greater};
+
 use crate::error::{Error, Result};
 
 /// One parsed variable-length column: its values and the row splits of the batch.
@@ -84,6 +86,7 @@ pub fn sparse(
     check_splits("value", value_splits, nnz)?;
     let mut indices = Vec::with_capacity(nnz * (rank + 1));
     let mut order: Vec<usize> = (0..nnz).collect();
+    let mut pairs: Vec<(i64, usize)> = Vec::new();
     for r in 0..rows {
         let (start, end) = (value_splits[r] as usize, value_splits[r + 1] as usize);
         let n = end - start;
@@ -101,16 +104,42 @@ pub fn sparse(
                 ));
             }
         }
-        let entry = |k: usize| -> Vec<i64> {
-            let at = k - start;
-            index.iter().map(|col| col.row(r)[at]).collect()
-        };
-        if !already_sorted {
-            order[start..end].sort_by_cached_key(|&k| entry(k));
+        let order = &mut order[start..end];
+        if rank == 1 {
+            let idx = index[0].row(r);
+            if !already_sorted && idx.windows(2).any(|w| w[0] > w[1]) {
+                // (index, position) pairs are unique, so the unstable sort keeps the
+                // order of entries at one index, as a stable one would.
+                pairs.clear();
+                pairs.extend(idx.iter().zip(start..end).map(|(&i, k)| (i, k)));
+                pairs.sort_unstable();
+                for (slot, &(i, k)) in order.iter_mut().zip(pairs.iter()) {
+                    *slot = k;
+                    indices.extend([r as i64, i]);
+                }
+            } else {
+                indices.extend(idx.iter().flat_map(|&i| [r as i64, i]));
+            }
+            continue;
         }
-        for &k in &order[start..end] {
+        let rows: Vec<&[i64]> = index.iter().map(|col| col.row(r)).collect();
+        let at = |k: usize, d: usize| rows[d][k - start];
+        let compare = |a: usize, b: usize| {
+            (0..rank)
+                .map(|d| at(a, d).cmp(&at(b, d)))
+                .find(|o| o.is_ne())
+        };
+        if !already_sorted
+            && order
+                .windows(2)
+                .any(|w| compare(w[0], w[1]) == Some(Greater))
+        {
+            // Stable, so that entries at one index keep their order.
+            order.sort_by(|&a, &b| compare(a, b).unwrap_or(Equal));
+        }
+        for &k in order.iter() {
             indices.push(r as i64);
-            indices.extend(entry(k));
+            indices.extend((0..rank).map(|d| at(k, d)));
         }
     }
     let mut dense_shape = Vec::with_capacity(rank + 1);
@@ -303,6 +332,22 @@ mod tests {
         assert_eq!(layout.indices, vec![0, 1, 0, 3, 1, 2]);
         assert_eq!(layout.order, vec![1, 0, 2]);
         assert_eq!(layout.dense_shape, vec![2, 10]);
+
+        let dups = [3, 1, 3];
+        let layout = sparse(
+            "s",
+            &[rows(&dups, &[0, 3])],
+            &["i"],
+            unit(&[0, 3]),
+            &[10],
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            layout.order,
+            vec![1, 0, 2],
+            "entries at one index keep their order"
+        );
 
         let kept = sparse(
             "s",

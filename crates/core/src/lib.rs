@@ -11,6 +11,7 @@ pub mod image;
 pub mod parse;
 pub mod pipeline;
 pub mod reader;
+pub mod sequence;
 pub mod source;
 pub mod wire;
 pub mod writer;

@@ -121,7 +121,7 @@ impl Column {
         }
     }
 
-    fn truncate(&mut self, n: usize) {
+    pub(crate) fn truncate(&mut self, n: usize) {
         match self {
             Column::Int64(v) => v.truncate(n),
             Column::Float32(v) => v.truncate(n),
@@ -368,7 +368,11 @@ fn packed_payload(buf: &[u8], want: Kind) -> Option<&[u8]> {
 /// Decodes the lists of one `Feature` into `col`; returns the kind present (if any) and
 /// how many values were appended. Values of a kind that a later list replaces are dropped.
 #[inline(always)]
-fn read_feature_into(buf: &[u8], dtype: DType, col: &mut Column) -> Result<(Option<Kind>, usize)> {
+pub(crate) fn read_feature_into(
+    buf: &[u8],
+    dtype: DType,
+    col: &mut Column,
+) -> Result<(Option<Kind>, usize)> {
     let want = dtype.kind();
     if let Some(payload) = packed_payload(buf, want) {
         match col {

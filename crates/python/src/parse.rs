@@ -10,7 +10,7 @@ use tfrecordkit_core::{
 
 use crate::errors::IntoPyResult;
 
-fn dtype_of(name: &str) -> PyResult<DType> {
+pub fn dtype_of(name: &str) -> PyResult<DType> {
     match name {
         "int64" => Ok(DType::Int64),
         "float32" => Ok(DType::Float32),
@@ -77,7 +77,7 @@ impl CompiledSchema {
     }
 }
 
-fn column_to_py<'py>(py: Python<'py>, col: Column) -> PyResult<Bound<'py, PyAny>> {
+pub fn column_to_py<'py>(py: Python<'py>, col: Column) -> PyResult<Bound<'py, PyAny>> {
     Ok(match col {
         Column::Int64(v) => PyArray1::from_vec(py, v).into_any(),
         Column::Float32(v) => PyArray1::from_vec(py, v).into_any(),
@@ -133,4 +133,43 @@ pub fn parsed_column_to_py(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> 
     let values = column_to_py(py, p.values)?;
     let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
     Ok((values, p.shape, splits))
+}
+
+/// One feature list of a batch: `(values, steps, step_values, present)`.
+pub type FeatureListPy<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+);
+
+/// Reads the feature lists `wanted` `(key, dtype)` of serialized SequenceExamples.
+#[pyfunction]
+pub fn parse_feature_lists<'py>(
+    py: Python<'py>,
+    records: &Bound<'py, PyList>,
+    wanted: Vec<(String, String)>,
+) -> PyResult<Vec<FeatureListPy<'py>>> {
+    let wanted = wanted
+        .into_iter()
+        .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let items: Vec<Bound<'py, PyBytes>> = records
+        .iter()
+        .map(|i| i.cast_into::<PyBytes>().map_err(PyErr::from))
+        .collect::<PyResult<_>>()?;
+    let slices: Vec<&[u8]> = items.iter().map(|b| b.as_bytes()).collect();
+    let cols = py
+        .detach(|| tfrecordkit_core::sequence::parse_feature_lists(&wanted, &slices))
+        .py_err(py)?;
+    cols.into_iter()
+        .map(|c| {
+            Ok((
+                column_to_py(py, c.values)?,
+                PyArray1::from_vec(py, c.steps).into_any(),
+                PyArray1::from_vec(py, c.step_values).into_any(),
+                PyArray1::from_vec(py, c.present).into_any(),
+            ))
+        })
+        .collect()
 }

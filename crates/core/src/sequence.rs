@@ -1,0 +1,183 @@
+//! The feature lists of serialized `SequenceExample`s, as `tf.io.parse_sequence_example`
+//! reads them: for each wanted key, every step's values into one column, with the steps of
+//! each record and the values of each step as row splits. (A `SequenceExample`'s context is
+//! field 1, as an Example's features are: `parse_examples` reads it as it is.)
+
+use rustc_hash::FxHashMap;
+
+use crate::error::{Error, Result};
+use crate::example::{read_map_entry, EntryValue};
+use crate::parse::{read_feature_into, Column, DType};
+use crate::wire::{self, WireReader};
+
+/// One wanted feature list over a batch: record `r` has steps
+/// `steps[r]..steps[r + 1]`, step `s` has values `step_values[s]..step_values[s + 1]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeatureListColumn {
+    pub values: Column,
+    pub steps: Vec<i64>,
+    pub step_values: Vec<i64>,
+    /// Whether each record has the feature list at all (an empty list is present).
+    pub present: Vec<bool>,
+}
+
+impl FeatureListColumn {
+    fn new(dtype: DType) -> Self {
+        FeatureListColumn {
+            values: Column::empty(dtype),
+            steps: vec![0],
+            step_values: vec![0],
+            present: Vec::new(),
+        }
+    }
+}
+
+/// Reads the feature lists `wanted` (key, dtype) of each record. Lists not wanted are
+/// skipped unread; of a key given twice, the last list counts, as protobuf merges maps.
+pub fn parse_feature_lists<T: AsRef<[u8]>>(
+    wanted: &[(String, DType)],
+    records: &[T],
+) -> Result<Vec<FeatureListColumn>> {
+    let mut lookup: FxHashMap<&[u8], usize> = FxHashMap::default();
+    for (i, (key, _)) in wanted.iter().enumerate() {
+        if lookup.insert(key.as_bytes(), i).is_some() {
+            return Err(Error::invalid(format!(
+                "duplicate feature list key {key:?}"
+            )));
+        }
+    }
+    let mut cols: Vec<FeatureListColumn> = wanted
+        .iter()
+        .map(|(_, dtype)| FeatureListColumn::new(*dtype))
+        .collect();
+    // Where each column's record began: (values, steps), to undo a list given twice.
+    let mut starts = vec![(0usize, 0usize); wanted.len()];
+    for (r, record) in records.iter().enumerate() {
+        for (col, start) in cols.iter_mut().zip(starts.iter_mut()) {
+            col.present.push(false);
+            *start = (col.values.len(), col.step_values.len());
+        }
+        read_record(record.as_ref(), wanted, &lookup, &mut cols, &starts)
+            .map_err(|e| e.with_record(r as u64))?;
+        for col in &mut cols {
+            col.steps.push(col.step_values.len() as i64 - 1);
+        }
+    }
+    Ok(cols)
+}
+
+fn read_record(
+    record: &[u8],
+    wanted: &[(String, DType)],
+    lookup: &FxHashMap<&[u8], usize>,
+    cols: &mut [FeatureListColumn],
+    starts: &[(usize, usize)],
+) -> Result<()> {
+    let mut r = WireReader::new(record);
+    while !r.is_empty() {
+        let (field, wt) = r.tag()?;
+        if field != 2 || wt != wire::LEN {
+            r.skip(field, wt)?;
+            continue;
+        }
+        let mut lists = WireReader::new(r.bytes()?);
+        while !lists.is_empty() {
+            let (f, w) = lists.tag()?;
+            if f != 1 || w != wire::LEN {
+                lists.skip(f, w)?;
+                continue;
+            }
+            let (key, value) = read_map_entry(lists.bytes()?)?;
+            let Some(&i) = lookup.get(key) else {
+                continue;
+            };
+            let (key, dtype) = (&wanted[i].0, wanted[i].1);
+            let col = &mut cols[i];
+            let last = col.present.len() - 1;
+            if col.present[last] {
+                col.values.truncate(starts[i].0);
+                col.step_values.truncate(starts[i].1);
+            }
+            col.present[last] = true;
+            let joined;
+            let list: &[u8] = match value {
+                EntryValue::Absent => &[],
+                EntryValue::One(b) => b,
+                EntryValue::Many(parts) => {
+                    joined = parts.concat();
+                    &joined
+                }
+            };
+            read_steps(list, dtype, col).map_err(|e| {
+                let e = e.with_key(key);
+                Error {
+                    message: format!("feature list {key:?}: {}", e.message),
+                    ..e
+                }
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The steps (`Feature`s) of one `FeatureList`.
+fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<()> {
+    let mut steps = WireReader::new(list);
+    while !steps.is_empty() {
+        let (f, w) = steps.tag()?;
+        if f != 1 || w != wire::LEN {
+            steps.skip(f, w)?;
+            continue;
+        }
+        let feature = steps.bytes()?;
+        read_feature_into(feature, dtype, &mut col.values)?;
+        col.step_values.push(col.values.len() as i64);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::example::{encode_sequence_example, Feature};
+
+    fn record(lists: &[(&str, Vec<Feature>)]) -> Vec<u8> {
+        encode_sequence_example::<&str, &str>(&[], lists)
+    }
+
+    #[test]
+    fn steps_and_values_of_each_record() {
+        let a = record(&[
+            (
+                "x",
+                vec![Feature::Int64(vec![1, 2]), Feature::Int64(vec![3])],
+            ),
+            ("y", vec![Feature::Float(vec![0.5])]),
+        ]);
+        let b = record(&[("y", vec![])]);
+        let wanted = [
+            ("x".to_owned(), DType::Int64),
+            ("y".to_owned(), DType::Float32),
+        ];
+        let cols = parse_feature_lists(&wanted, &[a, b]).unwrap();
+        assert_eq!(cols[0].values, Column::Int64(vec![1, 2, 3]));
+        assert_eq!(cols[0].steps, vec![0, 2, 2]);
+        assert_eq!(cols[0].step_values, vec![0, 2, 3]);
+        assert_eq!(cols[0].present, vec![true, false]);
+        assert_eq!(cols[1].steps, vec![0, 1, 1]);
+        assert_eq!(cols[1].present, vec![true, true]);
+    }
+
+    #[test]
+    fn a_list_of_the_wrong_type_names_its_key_and_record() {
+        let good = record(&[("x", vec![Feature::Int64(vec![1])])]);
+        let bad = record(&[("x", vec![Feature::Float(vec![1.0])])]);
+        let wanted = [("x".to_owned(), DType::Int64)];
+        let err = parse_feature_lists(&wanted, &[good, bad]).unwrap_err();
+        assert_eq!((err.key.as_deref(), err.record_index), (Some("x"), Some(1)));
+        assert!(
+            err.message.starts_with("feature list \"x\": data types"),
+            "{err}"
+        );
+    }
+}
