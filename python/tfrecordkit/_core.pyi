@@ -36,6 +36,7 @@ __all__ = [
     "masked_crc32c",
     "member_records",
     "mix_seed",
+    "pad_steps",
     "parse_examples",
     "parse_feature_lists",
     "ragged_layout",
@@ -58,6 +59,9 @@ def parse_examples(
 def parse_feature_lists(
     records: list[bytes], wanted: list[tuple[str, str]]
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]: ...
+def pad_steps(
+    values: np.ndarray, steps: np.ndarray, step_values: np.ndarray, stride: int, pad: Any
+) -> np.ndarray: ...
 def sparse_layout(
     key: str,
     index: list[tuple[np.ndarray, np.ndarray]],

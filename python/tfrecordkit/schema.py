@@ -264,15 +264,7 @@ class UniformRowLength(NamedTuple):
 
 
 Partition = RowSplits | RowLengths | RowStarts | RowLimits | ValueRowIds | UniformRowLength
-_PARTITIONS: dict[str, Any] = {
-    "RowSplits": RowSplits,
-    "RowLengths": RowLengths,
-    "RowStarts": RowStarts,
-    "RowLimits": RowLimits,
-    "ValueRowIds": ValueRowIds,
-    "UniformRowLength": UniformRowLength,
-}
-_PARTITION_KINDS = {
+_PARTITION_KINDS: dict[Any, str] = {
     RowSplits: "row_splits",
     RowLengths: "row_lengths",
     RowStarts: "row_starts",
@@ -280,6 +272,7 @@ _PARTITION_KINDS = {
     ValueRowIds: "value_rowids",
     UniformRowLength: "uniform_row_length",
 }
+_PARTITIONS: dict[str, Any] = {kind.__name__: kind for kind in _PARTITION_KINDS}
 
 
 def _partition(p: Any) -> Partition:

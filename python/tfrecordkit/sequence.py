@@ -71,7 +71,7 @@ def parse_sequence_example(
     """
     if context_schema is None and sequence_schema is None:
         raise ValueError("give a context_schema, a sequence_schema or both")
-    records = [r if isinstance(r, bytes) else bytes(r) for r in records]
+    records = records if isinstance(records, list) else list(records)
     context = {} if context_schema is None else parse_examples(records, context_schema)
     if sequence_schema is None:
         return context, {}, {}
@@ -127,7 +127,7 @@ def _list_columns(schema: Schema) -> dict[str, str]:
 
 
 def _feature_lists(
-    schema: Schema, records: list[bytes]
+    schema: Schema, records: list[Any]
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     wanted = _list_columns(schema)
     cols = dict(zip(wanted, _core.parse_feature_lists(records, list(wanted.items())), strict=True))
@@ -175,11 +175,14 @@ def _dense_steps(key: str, spec: FixedLenSequence, column: Any) -> tuple[np.ndar
         pad = spec.default[0]
     else:
         pad = b"" if spec.dtype == "bytes" else 0
+    if batch and (n_steps == width).all():
+        return values.reshape(batch, width, *spec.shape), n_steps
+    if values.dtype != object:
+        padded = _core.pad_steps(values, steps, step_values, stride, pad)
+        return padded.reshape(batch, width, *spec.shape), n_steps
     out = np.full((batch, width, *spec.shape), pad, dtype=values.dtype)
-    if len(counts):
-        record = np.repeat(np.arange(batch), n_steps)
-        position = np.arange(len(record)) - np.repeat(steps[:-1], n_steps)
-        out[record, position] = values.reshape(len(record), *spec.shape)
+    # The steps, record by record, fill each record's first rows: row-major order.
+    out[np.arange(width) < n_steps[:, None]] = values.reshape(len(counts), *spec.shape)
     return out, n_steps
 
 

@@ -11,6 +11,14 @@ import numpy as np
 __all__ = ["Ragged", "Sparse"]
 
 
+def _row(i: int, n: int) -> int:
+    """Row ``i`` of ``n`` (negative counts from the end), or ``IndexError``."""
+    row = i + n if i < 0 else i
+    if not 0 <= row < n:
+        raise IndexError(f"row {i} out of range for {n} rows")
+    return row
+
+
 @dataclass(frozen=True, eq=False)
 class Ragged:
     """Variable-length rows: row ``i`` is ``values[row_splits[i]:row_splits[i + 1]]``.
@@ -41,10 +49,7 @@ class Ragged:
     __hash__ = None  # type: ignore[assignment]
 
     def __getitem__(self, i: int) -> Any:
-        n = len(self)
-        row = i + n if i < 0 else i
-        if not 0 <= row < n:
-            raise IndexError(f"row {i} out of range for {n} rows")
+        row = _row(i, len(self))
         start, stop = int(self.row_splits[row]), int(self.row_splits[row + 1])
         if isinstance(self.values, Ragged):
             return self.values._rows(start, stop)
@@ -127,10 +132,7 @@ class Sparse:
     __hash__ = None  # type: ignore[assignment]
 
     def __getitem__(self, i: int) -> Sparse:
-        n = len(self)
-        row = i + n if i < 0 else i
-        if not 0 <= row < n:
-            raise IndexError(f"row {i} out of range for {n} rows")
+        row = _row(i, len(self))
         first = self.indices[:, 0]
         start, stop = np.searchsorted(first, [row, row + 1])
         return Sparse(self.indices[start:stop, 1:], self.values[start:stop], self.dense_shape[1:])

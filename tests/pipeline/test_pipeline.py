@@ -399,6 +399,24 @@ print(sum((np.asarray(b["id"]).tolist() for b in batches), []))
     assert out.stdout.split("\n")[-2] == str(list(range(12)))
 
 
+def test_to_jax_gives_sparse_features_dense(tmp_path):
+    path = str(tmp_path / "bags.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        w.write_many(tfr.encode_example({"ids": [i % 4], "w": [float(i)]}) for i in range(4))
+    script = f"""
+import jax, numpy as np, tfrecordkit as tfr
+schema = {{"bag": tfr.SparseFeature("ids", "w", "float32", 4)}}
+(batch,) = tfr.Dataset.from_files({path!r}).parse(schema).batch(4).to_jax()
+assert isinstance(batch["bag"], jax.Array)
+print(np.asarray(batch["bag"]).tolist())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(np.diag([0.0, 1.0, 2.0, 3.0]).tolist())
+
+
 def test_skipped_damage_leaves_no_batch_short(tmp_path, helpers):
     """Unparsable records skipped under on_error: the batches around them stay full,
     ragged features included."""

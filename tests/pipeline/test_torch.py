@@ -194,3 +194,26 @@ def test_gpu_handoff_is_for_the_main_process(tmp_path):
     else:  # pragma: no cover - only where a GPU is present
         batches = list(ds.to_torch(pin_memory=True, device="cuda"))
         assert batches[0]["image"].device.type == "cuda"
+
+
+def test_sparse_features_become_sparse_coo_tensors(tmp_path):
+    path = str(tmp_path / "bags.tfrecord")
+    bags = [{"ids": [3, 1], "w": [0.5, 2.0]}, {"ids": [], "w": []}, {"ids": [4], "w": [1.5]}]
+    with tfr.RecordWriter(path) as w:
+        w.write_many(tfr.encode_example(b) for b in bags)
+    schema = {"bag": tfr.SparseFeature("ids", "w", "float32", 6)}
+    (batch,) = list(tfr.Dataset.from_files(path).parse(schema).batch(3).to_torch())
+    bag = batch["bag"]
+    assert bag.is_sparse and bag.shape == (3, 6)
+    want = np.zeros((3, 6), np.float32)
+    want[0, 3], want[0, 1], want[2, 4] = 0.5, 2.0, 1.5
+    np.testing.assert_array_equal(bag.to_dense().numpy(), want)
+
+
+def test_sparse_indices_outside_the_size_are_an_error_not_a_crash(tmp_path):
+    path = str(tmp_path / "bad.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"ids": [9], "w": [1.0]}))
+    schema = {"bag": tfr.SparseFeature("ids", "w", "float32", 6)}
+    with pytest.raises(RuntimeError, match="index"):
+        list(tfr.Dataset.from_files(path).parse(schema).batch(1).to_torch())

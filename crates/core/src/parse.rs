@@ -133,7 +133,7 @@ impl Column {
     }
 
     /// Appends `other` entirely.
-    fn extend(&mut self, other: &Column) {
+    pub(crate) fn extend(&mut self, other: &Column) {
         self.extend_range(other, 0, other.len());
     }
 

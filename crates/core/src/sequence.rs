@@ -3,11 +3,12 @@
 //! each record and the values of each step as row splits. (A `SequenceExample`'s context is
 //! field 1, as an Example's features are: `parse_examples` reads it as it is.)
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::example::{read_map_entry, EntryValue};
-use crate::parse::{read_feature_into, Column, DType};
+use crate::parse::{pool_usable, read_feature_into, Column, DType, PARALLEL_MIN_BYTES};
 use crate::wire::{self, WireReader};
 
 /// One wanted feature list over a batch: record `r` has steps
@@ -22,6 +23,16 @@ pub struct FeatureListColumn {
 }
 
 impl FeatureListColumn {
+    /// Appends the records of `more` (read after these).
+    fn append(&mut self, more: FeatureListColumn) {
+        let (values, steps) = (self.values.len() as i64, *self.steps.last().unwrap_or(&0));
+        self.values.extend(&more.values);
+        self.steps.extend(more.steps[1..].iter().map(|s| s + steps));
+        self.step_values
+            .extend(more.step_values[1..].iter().map(|v| v + values));
+        self.present.extend(more.present);
+    }
+
     fn new(dtype: DType) -> Self {
         FeatureListColumn {
             values: Column::empty(dtype),
@@ -34,7 +45,8 @@ impl FeatureListColumn {
 
 /// Reads the feature lists `wanted` (key, dtype) of each record. Lists not wanted are
 /// skipped unread; of a key given twice, the last list counts, as protobuf merges maps.
-pub fn parse_feature_lists<T: AsRef<[u8]>>(
+/// Large batches are split across threads.
+pub fn parse_feature_lists<T: AsRef<[u8]> + Sync>(
     wanted: &[(String, DType)],
     records: &[T],
 ) -> Result<Vec<FeatureListColumn>> {
@@ -46,6 +58,33 @@ pub fn parse_feature_lists<T: AsRef<[u8]>>(
             )));
         }
     }
+    let bytes: usize = records.iter().map(|r| r.as_ref().len()).sum();
+    if records.len() < 64 || bytes < PARALLEL_MIN_BYTES / 4 || !pool_usable() {
+        return read_run(wanted, &lookup, records, 0);
+    }
+    let chunk = records.len().div_ceil(rayon::current_num_threads());
+    let runs = records
+        .par_chunks(chunk)
+        .enumerate()
+        .map(|(c, recs)| read_run(wanted, &lookup, recs, c * chunk))
+        .collect::<Result<Vec<_>>>()?;
+    let mut runs = runs.into_iter();
+    let mut cols = runs.next().unwrap_or_default();
+    for run in runs {
+        for (col, more) in cols.iter_mut().zip(run) {
+            col.append(more);
+        }
+    }
+    Ok(cols)
+}
+
+/// The feature lists of `records`, the first of which is record `first` of the batch.
+fn read_run<T: AsRef<[u8]>>(
+    wanted: &[(String, DType)],
+    lookup: &FxHashMap<&[u8], usize>,
+    records: &[T],
+    first: usize,
+) -> Result<Vec<FeatureListColumn>> {
     let mut cols: Vec<FeatureListColumn> = wanted
         .iter()
         .map(|(_, dtype)| FeatureListColumn::new(*dtype))
@@ -57,8 +96,8 @@ pub fn parse_feature_lists<T: AsRef<[u8]>>(
             col.present.push(false);
             *start = (col.values.len(), col.step_values.len());
         }
-        read_record(record.as_ref(), wanted, &lookup, &mut cols, &starts)
-            .map_err(|e| e.with_record(r as u64))?;
+        read_record(record.as_ref(), wanted, lookup, &mut cols, &starts)
+            .map_err(|e| e.with_record((first + r) as u64))?;
         for col in &mut cols {
             col.steps.push(col.step_values.len() as i64 - 1);
         }
@@ -136,6 +175,34 @@ fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<
     Ok(())
 }
 
+/// A `FixedLenSequence` list of a batch as one dense array `[records, width, stride]`
+/// (`width` the most steps of any record), `pad` after each record's own steps. Every step
+/// must hold `stride` values (checked by the caller).
+pub fn pad_steps<T: Copy>(
+    values: &[T],
+    steps: &[i64],
+    step_values: &[i64],
+    stride: usize,
+    pad: T,
+) -> (Vec<T>, usize) {
+    let records = steps.len().saturating_sub(1);
+    let width = steps
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as usize)
+        .max()
+        .unwrap_or(0);
+    let row = width * stride;
+    let mut out = vec![pad; records * row];
+    for r in 0..records {
+        let (from, to) = (
+            step_values[steps[r] as usize] as usize,
+            step_values[steps[r + 1] as usize] as usize,
+        );
+        out[r * row..r * row + (to - from)].copy_from_slice(&values[from..to]);
+    }
+    (out, width)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +233,43 @@ mod tests {
         assert_eq!(cols[0].present, vec![true, false]);
         assert_eq!(cols[1].steps, vec![0, 1, 1]);
         assert_eq!(cols[1].present, vec![true, true]);
+    }
+
+    #[test]
+    fn a_large_batch_split_across_threads_reads_as_one_run() {
+        let records: Vec<Vec<u8>> = (0..400)
+            .map(|i| {
+                let steps = (0..i % 7)
+                    .map(|s| Feature::Float(vec![s as f32; 200]))
+                    .collect();
+                record(&[("x", steps), ("n", vec![Feature::Int64(vec![i as i64])])])
+            })
+            .collect();
+        let wanted = [
+            ("x".to_owned(), DType::Float32),
+            ("n".to_owned(), DType::Int64),
+        ];
+        let lookup = wanted
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k.as_bytes(), i))
+            .collect();
+        let whole = read_run(&wanted, &lookup, &records, 0).unwrap();
+        assert_eq!(parse_feature_lists(&wanted, &records).unwrap(), whole);
+        assert_eq!(whole[0].steps.len(), 401);
+
+        let mut bad = records.clone();
+        bad[399] = record(&[("n", vec![Feature::Float(vec![1.0])])]);
+        let err = parse_feature_lists(&wanted, &bad).unwrap_err();
+        assert_eq!(err.record_index, Some(399), "located in the whole batch");
+    }
+
+    #[test]
+    fn padding_puts_each_record_in_its_own_rows() {
+        // Records of 2, 0 and 1 steps of 2 values.
+        let (out, width) = pad_steps(&[1, 2, 3, 4, 5, 6], &[0, 2, 2, 3], &[0, 2, 4, 6], 2, -1);
+        assert_eq!(width, 2);
+        assert_eq!(out, vec![1, 2, 3, 4, -1, -1, -1, -1, 5, 6, -1, -1]);
     }
 
     #[test]

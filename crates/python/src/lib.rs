@@ -92,6 +92,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(composite::sparse_layout, m)?)?;
     m.add_function(wrap_pyfunction!(composite::ragged_layout, m)?)?;
     m.add_function(wrap_pyfunction!(parse::parse_feature_lists, m)?)?;
+    m.add_function(wrap_pyfunction!(parse::pad_steps, m)?)?;
     m.add_function(wrap_pyfunction!(records::count_records, m)?)?;
     m.add_function(wrap_pyfunction!(table::encode_columns, m)?)?;
     m.add_function(wrap_pyfunction!(table::framed_row_sizes, m)?)?;

@@ -1,12 +1,14 @@
 //! Schemas and batch parsing into NumPy.
 
-use numpy::PyArray1;
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use tfrecordkit_core::{
     parse_examples as core_parse, Column, DType, FeatureSpec, Parsed, Schema, SpecKind,
 };
+
+use tfrecordkit_core::sequence;
 
 use crate::errors::IntoPyResult;
 
@@ -99,25 +101,33 @@ pub fn parse_examples<'py>(
     records: &Bound<'py, PyAny>,
     schema: &CompiledSchema,
 ) -> PyResult<Vec<ParsedPy<'py>>> {
-    let items: Vec<Bound<'py, PyAny>> = match records.cast::<PyList>() {
+    let parsed = with_records(records, |slices| {
+        py.detach(|| core_parse(&schema.schema, slices))
+    })?
+    .py_err(py)?;
+    parsed_to_py(py, parsed)
+}
+
+/// Calls `f` with the records of a list or iterable of bytes-like objects, borrowed where
+/// they are `bytes` and copied otherwise.
+fn with_records<R>(records: &Bound<'_, PyAny>, f: impl FnOnce(&[&[u8]]) -> R) -> PyResult<R> {
+    let items: Vec<Bound<'_, PyAny>> = match records.cast::<PyList>() {
         Ok(list) => list.iter().collect(),
         Err(_) => records.try_iter()?.collect::<PyResult<_>>()?,
     };
-    let parsed = if items.iter().all(|i| i.is_instance_of::<PyBytes>()) {
+    if items.iter().all(|i| i.is_instance_of::<PyBytes>()) {
         let slices: Vec<&[u8]> = items
             .iter()
             .map(|i| i.cast::<PyBytes>().map(|b| b.as_bytes()))
             .collect::<Result<_, _>>()?;
-        py.detach(|| core_parse(&schema.schema, &slices))
-    } else {
-        let owned: Vec<Vec<u8>> = items
-            .iter()
-            .map(|i| i.extract::<Vec<u8>>())
-            .collect::<PyResult<_>>()?;
-        py.detach(|| core_parse(&schema.schema, &owned))
+        return Ok(f(&slices));
     }
-    .py_err(py)?;
-    parsed_to_py(py, parsed)
+    let owned: Vec<Vec<u8>> = items
+        .iter()
+        .map(|i| i.extract::<Vec<u8>>())
+        .collect::<PyResult<_>>()?;
+    let slices: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    Ok(f(&slices))
 }
 
 /// Converts parsed columns into `(flat values, shape, row_splits or None)` tuples.
@@ -147,21 +157,17 @@ pub type FeatureListPy<'py> = (
 #[pyfunction]
 pub fn parse_feature_lists<'py>(
     py: Python<'py>,
-    records: &Bound<'py, PyList>,
+    records: &Bound<'py, PyAny>,
     wanted: Vec<(String, String)>,
 ) -> PyResult<Vec<FeatureListPy<'py>>> {
     let wanted = wanted
         .into_iter()
         .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
         .collect::<PyResult<Vec<_>>>()?;
-    let items: Vec<Bound<'py, PyBytes>> = records
-        .iter()
-        .map(|i| i.cast_into::<PyBytes>().map_err(PyErr::from))
-        .collect::<PyResult<_>>()?;
-    let slices: Vec<&[u8]> = items.iter().map(|b| b.as_bytes()).collect();
-    let cols = py
-        .detach(|| tfrecordkit_core::sequence::parse_feature_lists(&wanted, &slices))
-        .py_err(py)?;
+    let cols = with_records(records, |slices| {
+        py.detach(|| tfrecordkit_core::sequence::parse_feature_lists(&wanted, slices))
+    })?
+    .py_err(py)?;
     cols.into_iter()
         .map(|c| {
             Ok((
@@ -172,4 +178,30 @@ pub fn parse_feature_lists<'py>(
             ))
         })
         .collect()
+}
+
+/// A `FixedLenSequence` list of a batch padded to `[records, width * stride]` with `pad`
+/// (int64 and float32 values; see the core's `pad_steps`).
+#[pyfunction]
+pub fn pad_steps<'py>(
+    py: Python<'py>,
+    values: &Bound<'py, PyAny>,
+    steps: PyReadonlyArray1<'py, i64>,
+    step_values: PyReadonlyArray1<'py, i64>,
+    stride: usize,
+    pad: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (steps, step_values) = (steps.as_slice()?, step_values.as_slice()?);
+    let records = steps.len().saturating_sub(1);
+    let (out, width) = if let Ok(v) = values.extract::<PyReadonlyArray1<'py, i64>>() {
+        let (v, pad) = (v.as_slice()?, pad.extract::<i64>()?);
+        let (out, width) = py.detach(|| sequence::pad_steps(v, steps, step_values, stride, pad));
+        (PyArray1::from_vec(py, out).into_any(), width)
+    } else {
+        let v = values.extract::<PyReadonlyArray1<'py, f32>>()?;
+        let (v, pad) = (v.as_slice()?, pad.extract::<f32>()?);
+        let (out, width) = py.detach(|| sequence::pad_steps(v, steps, step_values, stride, pad));
+        (PyArray1::from_vec(py, out).into_any(), width)
+    };
+    out.call_method1("reshape", ((records, width * stride),))
 }

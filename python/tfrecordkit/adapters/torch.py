@@ -39,6 +39,9 @@ def _tensors(element: Any, device: torch.device | None = None, pin: bool = False
             torch.from_numpy(np.ascontiguousarray(element.indices.T)),
             torch.from_numpy(element.values),
             element.dense_shape,
+            # Indices come from the file unchecked against the size, as tf.io takes them:
+            # torch checks them here rather than crash later.
+            check_invariants=True,
         )
         return tensor.to(device) if device is not None else tensor
     if isinstance(element, np.ndarray) and element.dtype != object:
