@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import tfrecordkit as tfr
 from click.testing import CliRunner
@@ -25,3 +27,21 @@ def test_schema_command(tmp_path):
     schema = tfr.Schema.from_json(result.output)
     assert schema == tfr.infer_schema(path)
     assert CliRunner().invoke(main, ["schema", str(tmp_path / "none.tfrecord")]).exit_code == 1
+
+
+def test_schema_command_shows_the_feature_lists_of_sequence_examples(tmp_path):
+    path = tmp_path / "seq.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        for i in range(3):
+            w.write(tfr.encode_sequence_example({"id": i}, {"xy": [[i, i]] * (i + 1)}))
+    result = CliRunner().invoke(main, ["schema", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"{'id':<24} {'FixedLen':<16} {'int64':<8} []",
+        f"{'xy':<24} {'FixedLenSequence':<16} {'int64':<8} [2] (feature list)",
+    ]
+    result = CliRunner().invoke(main, ["schema", str(path), "--json"])
+    both = json.loads(result.output)
+    assert tfr.Schema.from_dict(both["context"]) == {"id": tfr.FixedLen([], "int64")}
+    lists = tfr.Schema.from_dict(both["feature_lists"])
+    assert lists == {"xy": tfr.FixedLenSequence([2], "int64", allow_missing=True)}

@@ -9,7 +9,13 @@
 
 use std::cmp::Ordering::{Equal, Greater};
 
+use rayon::prelude::*;
+
 use crate::error::{Error, Result};
+use crate::parse::pool_usable;
+
+/// Entries from which a batch's sparse layout is built on several threads.
+const PARALLEL_MIN_ENTRIES: usize = 16_384;
 
 /// One parsed variable-length column: its values and the row splits of the batch.
 #[derive(Debug, Clone, Copy)]
@@ -84,10 +90,64 @@ pub fn sparse(
     }
     let nnz = value_splits.last().copied().unwrap_or(0).max(0) as usize;
     check_splits("value", value_splits, nnz)?;
-    let mut indices = Vec::with_capacity(nnz * (rank + 1));
-    let mut order: Vec<usize> = (0..nnz).collect();
+    let run = |from: usize, to: usize| {
+        sparse_rows(
+            key,
+            index,
+            index_keys,
+            value_splits,
+            from..to,
+            already_sorted,
+        )
+    };
+    let (indices, order) = if nnz >= PARALLEL_MIN_ENTRIES && rows >= 64 && pool_usable() {
+        let chunk = rows.div_ceil(rayon::current_num_threads());
+        let runs = (0..rows)
+            .step_by(chunk)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|from| run(from, (from + chunk).min(rows)))
+            .collect::<Result<Vec<_>>>()?;
+        let (mut indices, mut order) = (
+            Vec::with_capacity(nnz * (rank + 1)),
+            Vec::with_capacity(nnz),
+        );
+        for (i, o) in runs {
+            indices.extend(i);
+            order.extend(o);
+        }
+        (indices, order)
+    } else {
+        run(0, rows)?
+    };
+    let mut dense_shape = Vec::with_capacity(rank + 1);
+    dense_shape.push(rows as i64);
+    dense_shape.extend_from_slice(size);
+    Ok(SparseLayout {
+        indices,
+        order,
+        dense_shape,
+    })
+}
+
+/// The sparse indices and value order of records `rows` (see [`sparse`]).
+fn sparse_rows(
+    key: &str,
+    index: &[Rows<'_, i64>],
+    index_keys: &[&str],
+    value_splits: &[i64],
+    rows: std::ops::Range<usize>,
+    already_sorted: bool,
+) -> Result<(Vec<i64>, Vec<usize>)> {
+    let rank = index.len();
+    let (first, last) = (
+        value_splits[rows.start] as usize,
+        value_splits[rows.end] as usize,
+    );
+    let mut indices = Vec::with_capacity((last - first) * (rank + 1));
+    let mut order: Vec<usize> = (first..last).collect();
     let mut pairs: Vec<(i64, usize)> = Vec::new();
-    for r in 0..rows {
+    for r in rows {
         let (start, end) = (value_splits[r] as usize, value_splits[r + 1] as usize);
         let n = end - start;
         for (d, col) in index.iter().enumerate() {
@@ -104,7 +164,7 @@ pub fn sparse(
                 ));
             }
         }
-        let order = &mut order[start..end];
+        let order = &mut order[start - first..end - first];
         if rank == 1 {
             let idx = index[0].row(r);
             if !already_sorted && idx.windows(2).any(|w| w[0] > w[1]) {
@@ -122,8 +182,8 @@ pub fn sparse(
             }
             continue;
         }
-        let rows: Vec<&[i64]> = index.iter().map(|col| col.row(r)).collect();
-        let at = |k: usize, d: usize| rows[d][k - start];
+        let cols: Vec<&[i64]> = index.iter().map(|col| col.row(r)).collect();
+        let at = |k: usize, d: usize| cols[d][k - start];
         let compare = |a: usize, b: usize| {
             (0..rank)
                 .map(|d| at(a, d).cmp(&at(b, d)))
@@ -142,14 +202,7 @@ pub fn sparse(
             indices.extend((0..rank).map(|d| at(k, d)));
         }
     }
-    let mut dense_shape = Vec::with_capacity(rank + 1);
-    dense_shape.push(rows as i64);
-    dense_shape.extend_from_slice(size);
-    Ok(SparseLayout {
-        indices,
-        order,
-        dense_shape,
-    })
+    Ok((indices, order))
 }
 
 /// How one level of a `RaggedFeature` is partitioned, with its parsed column when it has
@@ -376,6 +429,22 @@ mod tests {
             err.message
         );
         assert_eq!(err.key.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn a_large_batch_split_across_threads_lays_out_as_one_run() {
+        // 600 records of 0..80 entries with descending indices: every record is sorted.
+        let mut idx = Vec::new();
+        let mut splits = vec![0i64];
+        for r in 0..600i64 {
+            idx.extend((0..r % 81).rev());
+            splits.push(idx.len() as i64);
+        }
+        assert!(idx.len() >= PARALLEL_MIN_ENTRIES);
+        let cols = [rows(&idx, &splits)];
+        let layout = sparse("s", &cols, &["i"], &splits, &[100], false).unwrap();
+        let whole = sparse_rows("s", &cols, &["i"], &splits, 0..600, false).unwrap();
+        assert_eq!((layout.indices, layout.order), whole);
     }
 
     #[test]

@@ -161,16 +161,27 @@ fn read_record(
 
 /// The steps (`Feature`s) of one `FeatureList`.
 fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<()> {
-    let mut steps = WireReader::new(list);
-    while !steps.is_empty() {
+    let mut at = 0;
+    while at < list.len() {
+        // Fast path: `0a n feature` with a one-byte length, as short steps are written.
+        if list[at] == 0x0a && list.get(at + 1).is_some_and(|&n| n < 0x80) {
+            let end = at + 2 + list[at + 1] as usize;
+            if let Some(feature) = list.get(at + 2..end) {
+                read_feature_into(feature, dtype, &mut col.values)?;
+                col.step_values.push(col.values.len() as i64);
+                at = end;
+                continue;
+            }
+        }
+        let mut steps = WireReader::new(&list[at..]);
         let (f, w) = steps.tag()?;
         if f != 1 || w != wire::LEN {
             steps.skip(f, w)?;
-            continue;
+        } else {
+            read_feature_into(steps.bytes()?, dtype, &mut col.values)?;
+            col.step_values.push(col.values.len() as i64);
         }
-        let feature = steps.bytes()?;
-        read_feature_into(feature, dtype, &mut col.values)?;
-        col.step_values.push(col.values.len() as i64);
+        at += steps.pos();
     }
     Ok(())
 }
