@@ -37,7 +37,7 @@ from ._policy import OnError, check_on_error
 from .image import DEFAULT_CROP_RATIO, ImageOptions
 from .records import infer_schema
 from .schema import Schema, _as_schema
-from .sequence import sequence_schema_of
+from .sequence import as_sequence_schema
 
 __all__ = ["AUTOTUNE", "Dataset", "DatasetIterator"]
 
@@ -160,7 +160,7 @@ class Dataset:
         if sequence_schema is None:
             return self._then(Parse(_as_schema(schema)))
         context = None if schema is None or not len(schema) else _as_schema(schema)
-        lists = sequence_schema_of(sequence_schema)
+        lists = as_sequence_schema(sequence_schema)
         both = set(context or ()) & set(lists)
         if both:
             raise ValueError(f"{sorted(both)} name both context features and feature lists")

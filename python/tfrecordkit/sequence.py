@@ -27,15 +27,15 @@ from .tensors import Ragged
 
 __all__ = [
     "SequenceGuess",
+    "as_sequence_schema",
     "parse_sequence_example",
     "parse_single_sequence_example",
-    "sequence_schema",
 ]
 
 _SEQUENCE_KINDS = (FixedLenSequence, VarLen, RaggedFeature)
 
 
-def sequence_schema(features: Schema | Mapping[str, Any]) -> Schema:
+def as_sequence_schema(features: Schema | Mapping[str, Any]) -> Schema:
     """``features`` as a schema of feature lists: ``FixedLenSequence`` (each step
     ``shape``-sized), ``VarLen`` and ``RaggedFeature`` specs, or their ``tf.io`` forms."""
     schema = _as_schema(features)
@@ -75,7 +75,7 @@ def parse_sequence_example(
     context = {} if context_schema is None else parse_examples(records, context_schema)
     if sequence_schema is None:
         return context, {}, {}
-    lists, lengths = _feature_lists(sequence_schema_of(sequence_schema), records)
+    lists, lengths = _feature_lists(as_sequence_schema(sequence_schema), records)
     return context, lists, lengths
 
 
@@ -98,10 +98,6 @@ def _row(
     own = {k: v[i] for k, v in context.items()}
     steps = {k: (v[i][: lengths[k][i]] if k in lengths else v[i]) for k, v in lists.items()}
     return own, steps
-
-
-def sequence_schema_of(features: Schema | Mapping[str, Any]) -> Schema:
-    return features if isinstance(features, Schema) else sequence_schema(features)
 
 
 def _list_columns(schema: Schema) -> dict[str, str]:

@@ -207,6 +207,8 @@ def test_sequence_schemas_take_only_sequence_kinds():
         tf.io.parse_sequence_example([sequence()], None, {"a": tf.io.FixedLenFeature([], tf.int64)})
     with pytest.raises(ValueError, match="feature list 'a'"):
         tfr.parse_sequence_example([sequence()], None, {"a": tf.io.FixedLenFeature([], tf.int64)})
+    with pytest.raises(ValueError, match="feature list 'a'"):
+        tfr.parse_sequence_example([sequence()], None, tfr.Schema({"a": tfr.FixedLen([], "int64")}))
     with pytest.raises(ValueError, match="context_schema, a sequence_schema or both"):
         tfr.parse_sequence_example([sequence()])
 
