@@ -11,6 +11,7 @@ import sys as _sys
 from . import errors, image
 from ._core import __version__
 from ._paths import expand_paths
+from .arrow import read_arrow, read_table
 from .conversion import ConversionSummary, convert, load, register_pandas_accessor
 from .dataset import AUTOTUNE, Dataset, DatasetIterator
 from .errors import (
@@ -114,8 +115,10 @@ __all__ = [
     "parse_sequence_example",
     "parse_single_sequence_example",
     "read_batches",
+    "read_arrow",
     "read_examples",
     "read_records",
+    "read_table",
     "register_pandas_accessor",
     "repair",
     "verify",

@@ -402,6 +402,15 @@ class Dataset:
 
         return to_tf(self, output_signature)
 
+    def to_arrow(self, strings: bool = False) -> Any:
+        """The batches of this parsed pipeline as a ``pyarrow.RecordBatchReader``, one
+        record batch per batch (``FixedLen`` features as primitive or ``fixed_size_list``
+        columns, ``VarLen`` as ``large_list``, bytes as ``large_binary`` or, with
+        ``strings=True``, ``large_string``)."""
+        from .adapters.arrow import to_arrow
+
+        return to_arrow(self, strings)
+
     def to_jax(self) -> Iterator[Any]:
         """Iterates with every numeric array placed on JAX's default device."""
         from .adapters.jax import to_jax

@@ -145,6 +145,25 @@ pub fn parsed_column_to_py(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> 
     Ok((values, p.shape, splits))
 }
 
+/// As [`parsed_column_to_py`], with a bytes column as `(data, offsets)`: its values back to
+/// back (uint8) and where each ends, after a leading 0 (int64), as Arrow lays binary out.
+pub fn parsed_column_to_raw(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> {
+    let values = match p.values {
+        Column::Bytes { data, ends } => {
+            let offsets: Vec<i64> = std::iter::once(0)
+                .chain(ends.iter().map(|&e| e as i64))
+                .collect();
+            let data = PyArray1::from_vec(py, data).into_any();
+            (data, PyArray1::from_vec(py, offsets).into_any())
+                .into_pyobject(py)?
+                .into_any()
+        }
+        col => column_to_py(py, col)?,
+    };
+    let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
+    Ok((values, p.shape, splits))
+}
+
 /// One feature list of a batch: `(values, steps, step_values, present)`.
 pub type FeatureListPy<'py> = (
     Bound<'py, PyAny>,

@@ -12,7 +12,7 @@ use tfrecordkit_core::{
 
 use crate::convert::bytes_like;
 use crate::errors::IntoPyResult;
-use crate::parse::{parsed_to_py, CompiledSchema, ParsedPy};
+use crate::parse::{parsed_column_to_raw, parsed_to_py, CompiledSchema, ParsedPy};
 use crate::table::Table;
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
@@ -73,13 +73,15 @@ impl RecordReader {
     }
 
     /// Reads up to `max_records` records and parses them with `schema` in one native call;
-    /// `None` at the end. Returns what `parse_examples` returns.
-    #[pyo3(signature = (schema, max_records=1024))]
+    /// `None` at the end. Returns what `parse_examples` returns; with `raw_bytes`, bytes
+    /// columns come as `(data, offsets)` arrays (Arrow's binary layout) instead of objects.
+    #[pyo3(signature = (schema, max_records=1024, raw_bytes=false))]
     fn read_parsed<'py>(
         &mut self,
         py: Python<'py>,
         schema: &CompiledSchema,
         max_records: usize,
+        raw_bytes: bool,
     ) -> PyResult<Option<Vec<ParsedPy<'py>>>> {
         let RecordReader { inner, batch } = self;
         batch.clear();
@@ -100,6 +102,13 @@ impl RecordReader {
                 e
             })
             .py_err(py)?;
+        if raw_bytes {
+            return parsed
+                .into_iter()
+                .map(|p| parsed_column_to_raw(py, p))
+                .collect::<PyResult<_>>()
+                .map(Some);
+        }
         parsed_to_py(py, parsed).map(Some)
     }
 
