@@ -176,10 +176,17 @@ def _arrow_column(name: str, arr: Any) -> Column:
             raise TypeError(f"column {name!r}: nested lists and null list items are not supported")
         return Column(inner.values, 0, offsets, mask, inner.dtype, None)
     if pa.types.is_fixed_size_list(t):
-        width = t.list_size
         inner = _arrow_column(name, arr.flatten())
-        return Column(inner.values, width, None, mask, inner.dtype, (width,))
-    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
+        if inner.offsets is not None or inner.mask is not None:
+            raise TypeError(f"column {name!r}: variable or null items in a fixed-size list")
+        shape = (t.list_size, *(inner.shape or ()))
+        return Column(inner.values, t.list_size * inner.width, None, mask, inner.dtype, shape)
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_large_binary(t)
+    ):
         values = [b"" if v is None else _to_bytes(name, v) for v in arr.to_pylist()]
         return Column(values, 1, None, mask, "bytes", ())
     if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):

@@ -25,7 +25,7 @@ from ._paths import (
     write_file,
 )
 from .errors import SchemaError
-from .example import decode_example, encode_example
+from .example import decode_example, encode_example, encode_examples
 from .manifest import (
     SHARD_GLOB,
     Manifest,
@@ -267,8 +267,10 @@ def write_dataset(
 ) -> Manifest:
     """Writes ``data`` as TFRecord shards ``{prefix}-SSSSS-of-NNNNN.tfrecord`` and a manifest.
 
-    ``data`` is a dict of NumPy columns, a pandas DataFrame, a pyarrow Table, an iterable
-    of dicts (one Example per dict), or an iterable of already-serialized records (bytes).
+    ``data`` is a dict of NumPy columns, a pandas DataFrame, a pyarrow Table, a Polars
+    DataFrame, a ``pyarrow.RecordBatchReader`` or ``pyarrow.dataset.Dataset`` (streamed a
+    record batch at a time), an iterable of dicts (one Example per dict), or an iterable
+    of already-serialized records (bytes).
     Columns become features by dtype (see :func:`tfrecordkit.encode_examples`); ``schema``
     overrides the dtypes inferred. Tables are encoded and written on native threads,
     ``workers`` (default: all cores) shards at a time, with no Python object per row;
@@ -328,8 +330,13 @@ def write_dataset(
     index = bool(index) and (compression is None or seekable)
     member_bytes = SEEKABLE_MEMBER_BYTES if seekable else None
     shards = _Shards(prefix, compression, index, member_bytes)
+    data = _arrow_source(data)
     try:
-        if _is_table(data):
+        if _is_arrow_stream(data):
+            infos, out_schema = _write_arrow_stream(
+                data, shards, schema, num_shards, max_bytes, hosts, progress
+            )
+        elif _is_table(data):
             infos, out_schema = _write_table(
                 data, shards, schema, num_shards, max_bytes, hosts, workers, progress
             )
@@ -365,6 +372,41 @@ def write_dataset(
         if os.path.abspath(stale) not in keep:
             remove(stale)
     return manifest
+
+
+def _arrow_source(data: Any) -> Any:
+    """Polars frames as the Arrow tables they hold; a ``pyarrow.dataset.Dataset`` as a
+    stream of its record batches."""
+    module = type(data).__module__
+    if module.startswith("polars") and callable(getattr(data, "to_arrow", None)):
+        return data.to_arrow()
+    if module.startswith("pyarrow") and callable(getattr(data, "to_batches", None)):
+        if not callable(getattr(data, "column", None)):  # a Dataset, not a Table
+            import pyarrow as pa
+
+            return pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
+    return data
+
+
+def _is_arrow_stream(data: Any) -> bool:
+    return type(data).__name__ == "RecordBatchReader" and type(data).__module__.startswith(
+        "pyarrow"
+    )
+
+
+def _write_arrow_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
+    """Writes a ``pyarrow.RecordBatchReader`` a record batch at a time: each batch is
+    encoded natively and streamed to the shards, so memory holds one batch."""
+    first: list[Any] = []
+
+    def records() -> Iterator[bytes]:
+        for batch in data:
+            if not first:
+                first.append(as_table(batch, schema).schema())
+            yield from encode_examples(batch, schema)
+
+    infos, _ = _write_stream(records(), shards, None, num_shards, max_bytes, hosts, progress)
+    return infos, first[0] if first else None
 
 
 def _is_table(data: Any) -> bool:

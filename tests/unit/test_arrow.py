@@ -93,3 +93,60 @@ def test_polars_and_pandas_through_arrow(data):
     assert frame.filter(polars.col("name") == "n3")["tok"].to_list() == [[]]
     df = tfr.read_table(path, SCHEMA).to_pandas()
     assert df["id"].tolist() == list(range(10))
+
+
+def _stream(n: int, per_batch: int) -> pa.RecordBatchReader:
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("tok", pa.list_(pa.int64()))])
+
+    def batches():
+        for start in range(0, n, per_batch):
+            ids = list(range(start, min(start + per_batch, n)))
+            yield pa.RecordBatch.from_pydict(
+                {"id": ids, "name": [f"n{i}" for i in ids], "tok": [[i] * (i % 3) for i in ids]},
+                schema=schema,
+            )
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def test_write_dataset_streams_a_record_batch_reader(tmp_path):
+    manifest = tfr.write_dataset(
+        _stream(1000, 128), str(tmp_path / "s"), num_shards=3, progress=False
+    )
+    assert manifest.records == 1000 and len(manifest.shards) == 3
+    assert dict(manifest.schema) == {
+        "id": tfr.FixedLen([], "int64"),
+        "name": tfr.FixedLen([], "bytes"),
+        "tok": tfr.VarLen("int64"),
+    }
+    table = tfr.read_table(manifest.files, manifest.schema, strings=True)
+    rows = sorted(zip(*(table.column(c).to_pylist() for c in ("id", "name", "tok")), strict=True))
+    assert rows == [(i, f"n{i}", [i] * (i % 3)) for i in range(1000)]
+
+
+def test_write_dataset_takes_arrow_datasets_and_polars_frames(tmp_path):
+    import polars
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    table = pa.table({"x": np.arange(500), "y": np.linspace(0, 1, 500, dtype=np.float32)})
+    pq.write_table(table.slice(0, 200), tmp_path / "a.parquet")
+    pq.write_table(table.slice(200), tmp_path / "b.parquet")
+    source = pads.dataset([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")])
+    manifest = tfr.write_dataset(source, str(tmp_path / "pq"), progress=False)
+    back = tfr.read_table(manifest.files, manifest.schema)
+    assert sorted(back.column("x").to_pylist()) == list(range(500))
+
+    frame = polars.from_arrow(table)
+    manifest = tfr.write_dataset(frame, str(tmp_path / "pl"), num_shards=2, progress=False)
+    back = polars.from_arrow(tfr.read_table(manifest.files, manifest.schema))
+    assert back.sort("x").equals(frame)
+
+
+def test_read_arrow_output_writes_back_with_its_schema(data, tmp_path):
+    path, _ = data
+    manifest = tfr.write_dataset(
+        tfr.read_arrow(path, SCHEMA, batch_size=3), str(tmp_path / "again"), progress=False
+    )
+    assert dict(manifest.schema) == SCHEMA
+    assert tfr.read_table(manifest.files, SCHEMA).equals(tfr.read_table(path, SCHEMA))
