@@ -50,12 +50,12 @@ def _tf_read(
     return [bytes(r) for r in ds.as_numpy_iterator()]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def tf_write() -> Callable[..., str]:
     return _tf_write
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def tf_read() -> Callable[..., list[bytes]]:
     return _tf_read
 
@@ -101,17 +101,17 @@ def _tfr_value(kind: str | None, values: Iterable[Any]) -> Any:
     return [bytes(v) for v in values]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def tf_feature() -> Callable[..., tf.train.Feature]:
     return _tf_feature
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def tf_example() -> Callable[..., tf.train.Example]:
     return _tf_example
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def tfr_value() -> Callable[..., Any]:
     return _tfr_value
 
@@ -184,17 +184,17 @@ def _assert_parse_matches(
     return got
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def tf_parse() -> Callable[..., dict[str, Any]]:
     return _tf_parse
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def assert_parse_matches() -> Callable[..., dict[str, Any]]:
     return _assert_parse_matches
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def assert_values_identical() -> Callable[..., None]:
     return _assert_values_identical
 

@@ -140,7 +140,7 @@ def int64_feature(*values: int) -> bytes:
     return ld(3, ld(1, packed))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def h() -> SimpleNamespace:
     """The helpers above, as one namespace."""
     return SimpleNamespace(

@@ -185,7 +185,7 @@ def gen(items: Iterable[Any]):
     yield from items
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ds() -> SimpleNamespace:
     return SimpleNamespace(
         crc32c=crc32c,

@@ -55,7 +55,7 @@ def sample_records(n: int = 10, tag: str = "r") -> list[bytes]:
     return [f"{tag}{i}:".encode() + bytes(range(i % 17)) for i in range(n)]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def u() -> SimpleNamespace:
     return SimpleNamespace(
         frame=frame,
