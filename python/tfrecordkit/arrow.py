@@ -102,17 +102,28 @@ def _values(pa: Any, values: Any, value_type: Any) -> Any:
 
 def _arrays(pa: Any, arrow_schema: Any, parsed: list[Any]) -> list[Any]:
     out = []
-    for field, (values, shape, splits) in zip(arrow_schema, parsed, strict=True):
+    for field, (values, _, splits) in zip(arrow_schema, parsed, strict=True):
         kind = field.type
         if splits is not None:
             inner = _values(pa, values, kind.value_type)
             out.append(pa.LargeListArray.from_arrays(pa.array(np.asarray(splits)), inner))
             continue
-        leaf = kind
-        while pa.types.is_fixed_size_list(leaf):
-            leaf = leaf.value_type
-        array = _values(pa, values, leaf)
-        for d in reversed(shape[1:]):
-            array = pa.FixedSizeListArray.from_arrays(array, d)
-        out.append(array)
+        leaf, dims = fixed_size_dims(pa, kind)
+        out.append(nest_fixed_size(pa, _values(pa, values, leaf), dims))
     return out
+
+
+def fixed_size_dims(pa: Any, kind: Any) -> tuple[Any, list[int]]:
+    """The leaf type of a (nested) ``fixed_size_list`` type, and its sizes, outermost first."""
+    dims = []
+    while pa.types.is_fixed_size_list(kind):
+        dims.append(kind.list_size)
+        kind = kind.value_type
+    return kind, dims
+
+
+def nest_fixed_size(pa: Any, array: Any, dims: list[int]) -> Any:
+    """``array`` of leaf values as nested ``fixed_size_list``\\ s of ``dims``."""
+    for d in reversed(dims):
+        array = pa.FixedSizeListArray.from_arrays(array, d)
+    return array

@@ -448,6 +448,8 @@ class Schema(Mapping[str, Spec]):
             specs[key] = spec
         self._specs = specs
         self._columns = _columns(specs)
+        # Every feature is its own parsed column: outputs need no assembly.
+        self._plain = not any(isinstance(spec, _COMPOSITE) for spec in specs.values())
         self._compiled: _core.CompiledSchema | None = None
         #: The feature lists' schema, when this is the context of SequenceExamples.
         self.sequence: Schema | None = None
@@ -495,9 +497,7 @@ class Schema(Mapping[str, Spec]):
     def outputs(self, columns: list[Any]) -> dict[str, Any]:
         """The features of a parsed batch, from its columns (as :meth:`compiled` returns
         them): arrays, :class:`Ragged` and :class:`Sparse`."""
-        if len(self._columns) == len(self._specs) and not any(
-            isinstance(spec, _COMPOSITE) for spec in self._specs.values()
-        ):
+        if self._plain:
             return {k: _assemble(*c) for k, c in zip(self._specs, columns, strict=True)}
         at = {key: i for i, key in enumerate(self._columns)}
         out: dict[str, Any] = {}

@@ -380,10 +380,11 @@ def _arrow_source(data: Any) -> Any:
     module = type(data).__module__
     if module.startswith("polars") and callable(getattr(data, "to_arrow", None)):
         return data.to_arrow()
-    if module.startswith("pyarrow") and callable(getattr(data, "to_batches", None)):
-        if not callable(getattr(data, "column", None)):  # a Dataset, not a Table
-            import pyarrow as pa
+    if module.startswith("pyarrow"):
+        import pyarrow as pa
+        import pyarrow.dataset as pads
 
+        if isinstance(data, pads.Dataset):
             return pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
     return data
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..arrow import arrow_type
+from ..arrow import arrow_type, fixed_size_dims, nest_fixed_size
 from ..schema import FixedLen, VarLen
 from ..tensors import Ragged
 
@@ -19,14 +19,8 @@ def _array(pa: Any, value: Any, kind: Any) -> Any:
     if isinstance(value, Ragged):
         inner = pa.array(value.values, type=kind.value_type)
         return pa.LargeListArray.from_arrays(pa.array(np.asarray(value.row_splits)), inner)
-    leaf, dims = kind, []
-    while pa.types.is_fixed_size_list(leaf):
-        dims.append(leaf.list_size)
-        leaf = leaf.value_type
-    array = pa.array(np.asarray(value).reshape(-1), type=leaf)
-    for d in reversed(dims):
-        array = pa.FixedSizeListArray.from_arrays(array, d)
-    return array
+    leaf, dims = fixed_size_dims(pa, kind)
+    return nest_fixed_size(pa, pa.array(np.asarray(value).reshape(-1), type=leaf), dims)
 
 
 def to_arrow(dataset: Dataset, strings: bool = False) -> Any:
