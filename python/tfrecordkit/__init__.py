@@ -13,7 +13,13 @@ from ._core import __version__
 from ._paths import expand_paths
 from .arrow import read_arrow, read_table
 from .conversion import ConversionSummary, convert, load, register_pandas_accessor
-from .dataset import AUTOTUNE, Dataset, DatasetIterator
+from .dataset import (
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Dataset,
+    DatasetIterator,
+)
 from .errors import (
     CorruptRecordError,
     DataLossError,
@@ -77,6 +83,7 @@ __all__ = [
     "FileReport",
     "FixedLen",
     "FixedLenSequence",
+    "INFINITE_CARDINALITY",
     "ImageDecodeError",
     "IndexedDataset",
     "Manifest",
@@ -95,6 +102,7 @@ __all__ = [
     "SparseFeature",
     "TFRecordError",
     "TruncatedRecordError",
+    "UNKNOWN_CARDINALITY",
     "VarLen",
     "__version__",
     "build_index",

@@ -35,14 +35,17 @@ from ._plan import (
 )
 from ._policy import OnError, check_on_error
 from .image import DEFAULT_CROP_RATIO, ImageOptions
-from .records import infer_schema
+from .records import _known_count, infer_schema
 from .schema import Schema, _as_schema
 from .sequence import as_sequence_schema
 
-__all__ = ["AUTOTUNE", "Dataset", "DatasetIterator"]
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "DatasetIterator"]
 
 #: Let the library pick a parallelism or buffer size, as ``tf.data.AUTOTUNE``.
 AUTOTUNE = _stages.AUTOTUNE
+#: :meth:`Dataset.cardinality` of an endless dataset and of one of unknown length (as tf.data).
+INFINITE_CARDINALITY = _plan.INFINITE
+UNKNOWN_CARDINALITY = _plan.UNKNOWN
 _MASK = (1 << 64) - 1
 
 
@@ -310,6 +313,35 @@ class Dataset:
         """Iteration as it is: elements are NumPy arrays already (as tf.data's method)."""
         return iter(self)
 
+    def cardinality(self) -> int:
+        """The number of elements in one epoch, as tf.data's ``cardinality()``, known
+        without reading the data: from the number of files, and the record counts that
+        manifests (``write_dataset``, ``convert``) and ``.idx`` / ``.gzi`` sidecars give.
+        ``INFINITE_CARDINALITY`` (-1) after ``repeat()``; ``UNKNOWN_CARDINALITY`` (-2)
+        where a file's count is not given, after ``filter``, or when ``on_error`` may skip
+        records. ``len(ds)`` is the same number.
+
+        >>> tfr.load("out", "train").batch(32).cardinality()  # doctest: +SKIP
+        313
+        """
+        return _plan.cardinality(self._source, self._ops)
+
+    def __len__(self) -> int:
+        """:meth:`cardinality`; a ``TypeError`` when it is infinite or unknown, as tf.data."""
+        n = self.cardinality()
+        if n == INFINITE_CARDINALITY:
+            raise TypeError("the dataset is infinite")
+        if n < 0:
+            raise TypeError(
+                "the dataset's length is not known without reading it (a file with no count "
+                "in a manifest or index sidecar, a filter(), a shuffled subset of the files, "
+                "or an on_error that skips records)"
+            )
+        return n
+
+    def __bool__(self) -> bool:
+        return True
+
     @property
     def files(self) -> list[str]:
         """Every file the pipeline may read."""
@@ -381,7 +413,13 @@ class Dataset:
         ``ds.set_epoch(e)`` before each epoch to reshuffle. ``pin_memory=True`` and
         ``device="cuda"`` hand each batch to the GPU asynchronously (iterate in the main
         process: the pipeline's native threads already decode in parallel); send
-        ``uint8`` images and normalize them there."""
+        ``uint8`` images and normalize them there.
+
+        Under ``torchdata``'s ``StatefulDataLoader``, ``state_dict()`` saves each
+        consumer's position and ``load_state_dict()`` resumes the epoch exactly (seeded
+        shuffles needed). ``len()`` is this rank's number of elements when
+        :meth:`cardinality` knows it, exact without DataLoader workers (with them, each
+        worker batches its own share)."""
         from .adapters.torch import TorchDataset
 
         return TorchDataset(
@@ -397,16 +435,18 @@ class Dataset:
     def to_tf(self, output_signature: Any = None) -> Any:
         """A ``tf.data.Dataset`` yielding this pipeline's elements as tensors (``VarLen``
         features as ``tf.RaggedTensor``). The signature comes from the schema; pass
-        ``output_signature`` when ``map`` changes the elements."""
+        ``output_signature`` when ``map`` changes the elements. A known
+        :meth:`cardinality` is asserted on it, so ``len()`` works there too."""
         from .adapters.tf import to_tf
 
         return to_tf(self, output_signature)
 
     def to_arrow(self, strings: bool = False) -> Any:
         """The batches of this parsed pipeline as a ``pyarrow.RecordBatchReader``, one
-        record batch per batch (``FixedLen`` features as primitive or ``fixed_size_list``
-        columns, ``VarLen`` as ``large_list``, bytes as ``large_binary`` or, with
-        ``strings=True``, ``large_string``)."""
+        record batch per batch, every kind of feature typed as :func:`tfrecordkit.read_arrow`
+        types it (bytes as ``large_binary`` or, with ``strings=True``, ``large_string``),
+        except that ``FixedLenSequence`` rows come padded to their batch's longest, as the
+        pipeline gives them. For SequenceExamples use ``read_arrow(sequence_schema=...)``."""
         from .adapters.arrow import to_arrow
 
         return to_arrow(self, strings)
@@ -530,9 +570,39 @@ def _source(
     check_on_error(on_error)
     files = tuple(expand_paths(paths, storage_options=storage_options))
     opener = opener_for(files, storage_options)
+    counts = _RecordCounts(files, storage_options)
     return Source(
-        files, files_level, compression, verify, on_error, max_record_bytes, opener=opener
+        files,
+        files_level,
+        compression,
+        verify,
+        on_error,
+        max_record_bytes,
+        opener=opener,
+        counts=counts,
     )
+
+
+class _RecordCounts:
+    """The record count of each file as its dataset manifest or index sidecar gives it
+    (``None`` where neither does), looked up once, when first asked for."""
+
+    def __init__(self, files: tuple[str, ...], storage_options: StorageOptions) -> None:
+        self._files, self._options = files, storage_options
+        self._counts: tuple[int | None, ...] | None = None
+
+    def __call__(self) -> tuple[int | None, ...]:
+        if self._counts is None:
+            manifests: dict[str, Any] = {}
+
+            def known(path: str) -> int | None:
+                try:
+                    return _known_count(path, manifests, self._options)
+                except (OSError, ValueError):
+                    return None
+
+            self._counts = tuple(known(f) for f in self._files)
+        return self._counts
 
 
 def _own_cache(op: Cache, suffix: str) -> Cache:

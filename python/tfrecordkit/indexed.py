@@ -30,12 +30,15 @@ class IndexedDataset(Sequence[Any]):
     Every file needs an index sidecar (written by ``write_dataset``, by
     ``RecordWriter(..., index=True)``, or by ``tfrecordkit index``); ``build_index=True``
     writes missing ones for uncompressed files. Usable as a map-style PyTorch dataset,
-    ``DistributedSampler`` included. URLs (``s3://bucket/train-*``) are read by ranged
-    requests, a batch's records of one file fetched together; ``storage_options`` go to
-    their filesystem.
+    ``DistributedSampler`` included, and as a grain ``RandomAccessDataSource``
+    (``grain.MapDataset.source(ds)``, ``grain.DataLoader(data_source=ds, ...)``, batched
+    reads included); it pickles for worker processes. URLs (``s3://bucket/train-*``) are
+    read by ranged requests, a batch's records of one file fetched together;
+    ``storage_options`` go to their filesystem.
 
     >>> ds = IndexedDataset("train-*.tfrecord", schema)  # doctest: +SKIP
     >>> len(ds), ds[12_345]["label"]  # doctest: +SKIP
+    >>> batches = grain.MapDataset.source(ds).shuffle(seed=0).batch(32)  # doctest: +SKIP
     """
 
     def __init__(
@@ -66,6 +69,15 @@ class IndexedDataset(Sequence[Any]):
 
     def __len__(self) -> int:
         return int(self._starts[-1])
+
+    def __repr__(self) -> str:
+        # Names the data without a memory address: grain's checkpoints compare it.
+        n = len(self.files)
+        files = f"{n} file{'s' if n != 1 else ''}"
+        if n:
+            files += f" {self.files[0]!r}" + (f"..{self.files[-1]!r}" if n > 1 else "")
+        keys = "" if self.schema is None else f", schema={list(self.schema)!r}"
+        return f"IndexedDataset({files}, {len(self)} records{keys})"
 
     def _record(self, i: int) -> bytes:
         n = len(self)
@@ -101,6 +113,10 @@ class IndexedDataset(Sequence[Any]):
             return records
         batch = parse_examples(records, self.schema)
         return [{k: v[j] for k, v in batch.items()} for j in range(len(records))]
+
+    def _getitems(self, indices: Sequence[int]) -> list[Any]:
+        # grain's batched read (``SupportsBatchedReadRandomAccessDataSource``).
+        return self.__getitems__(indices)
 
     def get_batch(self, indices: Sequence[int]) -> Any:
         """The items at ``indices`` as one batch: a list of bytes, or ``parse_examples``'s

@@ -471,6 +471,10 @@ class Schema(Mapping[str, Spec]):
     def __repr__(self) -> str:
         return f"Schema({self._specs!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The native parser is rebuilt where the schema lands (another process, say).
+        return {**self.__dict__, "_compiled": None}
+
     def compiled(self) -> _core.CompiledSchema:
         """The native schema of the columns parsed from each Example: one per feature,
         and one per key a ``SparseFeature`` or ``RaggedFeature`` reads."""

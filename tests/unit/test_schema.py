@@ -358,3 +358,15 @@ def test_infer_schema_conflicting_types(tmp_path):
     with pytest.raises(tfr.SchemaError) as info:
         tfr.infer_schema(path)
     assert info.value.key == "x"
+
+
+def test_a_used_schema_pickles_and_parses_where_it_lands():
+    import pickle
+
+    schema = tfr.Schema({"a": tfr.FixedLen([], "int64"), "t": tfr.VarLen("bytes")})
+    record = tfr.encode_example({"a": 7, "t": [b"x", b"y"]})
+    tfr.parse_example(record, schema)  # compiles the native parser
+    copy = pickle.loads(pickle.dumps(schema))
+    assert copy == schema
+    parsed = tfr.parse_example(record, copy)
+    assert parsed["a"] == 7 and list(parsed["t"]) == [b"x", b"y"]

@@ -52,4 +52,9 @@ def to_tf(dataset: Dataset, output_signature: Any = None) -> Any:
         for element in dataset:
             yield _tensors(tf, element)
 
-    return tf.data.Dataset.from_generator(generate, output_signature=sig)
+    out = tf.data.Dataset.from_generator(generate, output_signature=sig)
+    n = dataset.cardinality()
+    if n >= 0 or n == tf.data.INFINITE_CARDINALITY:
+        # Known without reading: ``len()`` works, and Keras knows the steps per epoch.
+        out = out.apply(tf.data.experimental.assert_cardinality(n))
+    return out
