@@ -1,24 +1,51 @@
-"""TFRecords of Examples as Apache Arrow record batches, for Polars, DuckDB, pandas and
-the rest of the Arrow world.
+"""TFRecords of Examples and SequenceExamples as Apache Arrow record batches, for Polars,
+DuckDB, pandas and the rest of the Arrow world.
 
 Parsed columns become Arrow arrays without copies where the layouts agree: int64 and
-float32 columns are primitive arrays over the parsed buffers, ``VarLen`` row splits are
-list offsets, and bytes columns come from the parser as Arrow's binary layout (values
-back to back, and their offsets) rather than as Python objects.
+float32 columns are primitive arrays over the parsed buffers, row splits are list
+offsets, and bytes columns come from the parser as Arrow's binary layout (values back to
+back, and their offsets) rather than as Python objects. ``RaggedFeature`` and
+``SparseFeature`` columns are laid out from the columns they read, never through Python
+objects per row. :mod:`tfrecordkit.arrow_layout` lists the type of each kind of feature.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from . import _core
 from ._paths import Paths, StorageOptions
+from .arrow_layout import (
+    arrow_type,
+    list_array,
+    nest_fixed_size,
+    ragged_array,
+    sparse_array,
+    values_array,
+    with_strings,
+)
+from .errors import SchemaError
 from .records import _batches, _located, _open, infer_schema
-from .schema import FixedLen, Schema, VarLen, _as_schema
+from .schema import (
+    _PARTITION_KINDS,
+    FixedLen,
+    FixedLenSequence,
+    RaggedFeature,
+    Schema,
+    SparseFeature,
+    UniformRowLength,
+    VarLen,
+    _as_schema,
+)
+from .sequence import _list_columns, _ragged_steps, as_sequence_schema
 
 __all__ = ["read_arrow", "read_table"]
+
+# Batches of SequenceExamples (read as records, then parsed) hold at most this many bytes.
+_RECORD_BATCH_BYTES = 256 << 20
 
 
 def read_arrow(
@@ -30,46 +57,69 @@ def read_arrow(
     strings: bool = False,
     compression: str | None = "auto",
     storage_options: StorageOptions = None,
+    sequence_schema: Schema | dict[str, Any] | None = None,
 ) -> Any:
     """The Examples of ``paths`` as a ``pyarrow.RecordBatchReader`` of up to
     ``batch_size`` rows per batch, streamed: one batch in memory at a time.
 
-    ``schema`` (``FixedLen`` and ``VarLen`` features) is inferred from the first Examples
-    when omitted; ``columns`` keeps some of its features. int64 and float32 become
-    ``int64`` / ``float32``, bytes ``large_binary`` (``large_string`` with
-    ``strings=True``), a ``FixedLen`` shape nested ``fixed_size_list``\\ s, and a
-    ``VarLen`` a ``large_list``.
+    ``schema`` is inferred from the first Examples when omitted (with the feature lists of
+    SequenceExamples); ``columns`` keeps some of its features. int64 and float32 values
+    stay ``int64`` / ``float32``, bytes become ``large_binary`` (``large_string`` with
+    ``strings=True``) at every level, and features become:
+
+    - ``FixedLen``: the value, or nested ``fixed_size_list``\\ s of its shape;
+    - ``VarLen``: ``large_list``;
+    - ``FixedLenSequence``: ``large_list`` of the row's own elements (``fixed_size_list``
+      of the element shape), not padded;
+    - ``RaggedFeature``: a ``large_list`` per ragged dimension (``fixed_size_list`` for a
+      ``UniformRowLength``), as ``tf.RaggedTensor.to_list()`` nests them;
+    - ``SparseFeature``: ``struct<indices: large_list<int64>, values: large_list<T>>``,
+      each Example's entries sorted by index (``indices_0``, ``indices_1`` ... for several
+      dimensions); the dense shape of every row is the feature's ``size``.
+
+    With ``sequence_schema`` the records are ``SequenceExample``\\ s: ``schema`` (may be
+    None) reads their context and ``sequence_schema`` their feature lists, one column per
+    list: ``FixedLenSequence`` a ``large_list`` of steps, ``VarLen`` a ``large_list`` of
+    steps of ``large_list``\\ s of values, ``RaggedFeature`` a ``large_list`` of steps,
+    each as above. A missing feature list has no steps.
+
+    Errors name the file, the record and the feature.
 
     >>> table = read_arrow("train-*.tfrecord").read_all()  # doctest: +SKIP
     >>> polars.from_arrow(table)  # doctest: +SKIP
     """
     import pyarrow as pa
 
-    if schema is None:
+    if schema is None and sequence_schema is None:
         schema = infer_schema(paths, compression=compression, storage_options=storage_options)
-    schema = _as_schema(schema)
+        sequence_schema = schema.sequence
+    context = Schema({}) if schema is None else _as_schema(schema)
+    lists = None if sequence_schema is None else as_sequence_schema(sequence_schema)
+    names = [*context, *(lists or ())]
+    if lists is not None and set(context) & set(lists):
+        both = sorted(set(context) & set(lists))
+        raise ValueError(f"{both} name both context features and feature lists")
     if columns is not None:
-        missing = [c for c in columns if c not in schema]
+        missing = [c for c in columns if c not in names]
         if missing:
-            raise KeyError(f"columns {missing} are not in the schema {list(schema)}")
-        schema = Schema({c: schema[c] for c in columns})
-    for key, spec in schema.items():
-        if not isinstance(spec, (FixedLen, VarLen)):
-            raise TypeError(
-                f"feature {key!r}: read_arrow takes FixedLen and VarLen features, "
-                f"not {type(spec).__name__}"
-            )
-    arrow_schema = pa.schema([(k, arrow_type(pa, s, strings)) for k, s in schema.items()])
-    compiled = schema.compiled()
+            raise KeyError(f"columns {missing} are not in the schema {names}")
+        names = list(columns)
+        context = Schema({c: context[c] for c in names if c in context})
+        lists = None if lists is None else Schema({c: lists[c] for c in names if c in lists})
+    kinds = {k: arrow_type(pa, s, strings) for k, s in context.items()}
+    kinds |= {k: arrow_type(pa, s, strings, steps=True) for k, s in (lists or {}).items()}
+    arrow_schema = pa.schema([(k, kinds[k]) for k in names])
     reader = _open(paths, compression, True, "raise", None, False, storage_options)
+    next_batch, arrays = _readers(pa, reader, context, lists, batch_size)
 
-    def next_batch() -> Any:
-        return reader.read_parsed(compiled, batch_size, True)
+    def batch(parsed: Any) -> Any:
+        built = dict(zip([*context, *(lists or ())], arrays(parsed), strict=True))
+        out = [with_strings(pa, k, built[k], kinds[k]) for k in names]
+        return pa.RecordBatch.from_arrays(out, schema=arrow_schema)
 
     def batches() -> Iterator[Any]:
         for parsed in _batches(next_batch, "raise", reader, None):
-            arrays = _located(reader, lambda p: _arrays(pa, arrow_schema, p), parsed)
-            yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+            yield _located(reader, batch, parsed)
 
     return pa.RecordBatchReader.from_batches(arrow_schema, batches())
 
@@ -79,51 +129,176 @@ def read_table(paths: Paths, schema: Schema | dict[str, Any] | None = None, **kw
     return read_arrow(paths, schema, **kwargs).read_all()
 
 
-def arrow_type(pa: Any, spec: FixedLen | VarLen, strings: bool) -> Any:
-    """The Arrow type a FixedLen or VarLen feature becomes."""
-    base = {"int64": pa.int64(), "float32": pa.float32()}.get(spec.dtype)
-    if base is None:
-        base = pa.large_string() if strings else pa.large_binary()
-    if isinstance(spec, VarLen):
-        return pa.large_list(base)
-    for d in reversed(spec.shape):
-        base = pa.list_(base, d)
-    return base
+def _readers(
+    pa: Any,
+    reader: _core.RecordReader,
+    context: Schema,
+    lists: Schema | None,
+    batch_size: int,
+) -> tuple[Callable[[], Any], Callable[[Any], list[Any]]]:
+    """How to read a batch, and how to make its Arrow arrays (context, then lists).
+
+    Examples are read and parsed in one native call. A ``FixedLenSequence`` is parsed as
+    the ``VarLen`` it is before padding; one that may not be missing is parsed a second
+    time, as itself, to check that it is there, and that needs the records themselves, as
+    the feature lists of SequenceExamples do."""
+    parse = Schema(
+        {k: VarLen(s.dtype) if isinstance(s, FixedLenSequence) else s for k, s in context.items()}
+    )
+    compiled = parse.compiled()
+    keys = parse.column_keys()
+    required = {
+        k: s for k, s in context.items() if isinstance(s, FixedLenSequence) and not s.allow_missing
+    }
+    if lists is None and not required:
+
+        def read_parsed() -> Any:
+            return reader.read_parsed(compiled, batch_size, True)
+
+        return read_parsed, lambda parsed: _example_arrays(pa, context, keys, parsed)
+
+    check = Schema(required).compiled() if required else None
+
+    def read_records() -> list[bytes]:
+        return reader.read_batch(batch_size, _RECORD_BATCH_BYTES)
+
+    def arrays(records: list[bytes]) -> list[Any]:
+        if check is not None:
+            _core.parse_examples(records, check)
+        out = []
+        if len(context):
+            out = _example_arrays(pa, context, keys, _core.parse_examples(records, compiled))
+        return out + ([] if lists is None else _list_arrays(pa, lists, records))
+
+    return read_records, arrays
 
 
-def _values(pa: Any, values: Any, value_type: Any) -> Any:
-    """An Arrow array over parsed values: primitive, or binary from (data, offsets)."""
-    if isinstance(values, tuple):
-        data, offsets = values
-        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        return pa.Array.from_buffers(value_type, len(offsets) - 1, buffers)
-    return pa.array(values, type=value_type)
-
-
-def _arrays(pa: Any, arrow_schema: Any, parsed: list[Any]) -> list[Any]:
+def _example_arrays(pa: Any, schema: Schema, keys: list[str], columns: list[Any]) -> list[Any]:
+    """The Arrow arrays of ``schema``'s features from the parsed ``columns`` (of ``keys``)."""
+    at = {key: i for i, key in enumerate(keys)}
     out = []
-    for field, (values, _, splits) in zip(arrow_schema, parsed, strict=True):
-        kind = field.type
-        if splits is not None:
-            inner = _values(pa, values, kind.value_type)
-            out.append(pa.LargeListArray.from_arrays(pa.array(np.asarray(splits)), inner))
-            continue
-        leaf, dims = fixed_size_dims(pa, kind)
-        out.append(nest_fixed_size(pa, _values(pa, values, leaf), dims))
+    for key, spec in schema.items():
+        if isinstance(spec, SparseFeature):
+            index = [columns[at[k]] for k in spec.index_key]
+            out.append(_sparse(pa, key, spec, index, columns[at[spec.value_key]]))
+        elif isinstance(spec, RaggedFeature):
+            parts = [
+                None if isinstance(p, UniformRowLength) else columns[at[p.key]]
+                for p in spec.partitions
+            ]
+            out.append(_ragged(pa, key, spec, columns[at[spec.value_key or key]], parts))
+        else:
+            values, _, splits = columns[at[key]]
+            leaf = values_array(pa, values)
+            if isinstance(spec, FixedLen):
+                out.append(nest_fixed_size(pa, leaf, spec.shape))
+            elif isinstance(spec, VarLen):
+                out.append(list_array(pa, splits, leaf))
+            else:
+                offsets = _element_splits(key, spec, splits)
+                out.append(list_array(pa, offsets, nest_fixed_size(pa, leaf, spec.shape)))
     return out
 
 
-def fixed_size_dims(pa: Any, kind: Any) -> tuple[Any, list[int]]:
-    """The leaf type of a (nested) ``fixed_size_list`` type, and its sizes, outermost first."""
-    dims = []
-    while pa.types.is_fixed_size_list(kind):
-        dims.append(kind.list_size)
-        kind = kind.value_type
-    return kind, dims
+def _element_splits(key: str, spec: FixedLenSequence, splits: np.ndarray) -> np.ndarray:
+    """The row splits of a ``FixedLenSequence``'s elements, from those of its values."""
+    stride = int(np.prod(spec.shape, dtype=np.int64))
+    if stride == 1:
+        return splits
+    counts = np.diff(splits)
+    bad = np.flatnonzero(counts % stride)
+    if bad.size:
+        row = int(bad[0])
+        raise SchemaError(
+            f"feature {key!r} ({spec.dtype}) has {int(counts[row])} values; expected a "
+            f"multiple of {stride}",
+            key=key,
+            record_index=row,
+        )
+    return splits // stride
 
 
-def nest_fixed_size(pa: Any, array: Any, dims: list[int]) -> Any:
-    """``array`` of leaf values as nested ``fixed_size_list``\\ s of ``dims``."""
-    for d in reversed(dims):
-        array = pa.FixedSizeListArray.from_arrays(array, d)
-    return array
+def _sparse(pa: Any, key: str, spec: SparseFeature, index: list[Any], value: Any) -> Any:
+    values, _, value_splits = value
+    indices, order, _ = _core.sparse_layout(
+        key,
+        [(v, splits) for v, _, splits in index],
+        list(spec.index_key),
+        value_splits,
+        list(spec.size),
+        spec.already_sorted,
+    )
+    leaf = values_array(pa, values)
+    if len(order) and not np.array_equal(order, np.arange(len(order))):
+        leaf = leaf.take(pa.array(order))
+        by_dimension = [indices[:, 1 + d] for d in range(len(index))]
+    else:
+        # Entries already in order: the index columns are the indices, as parsed.
+        by_dimension = [v for v, _, _ in index]
+    # Each Example has as many entries as values.
+    return sparse_array(pa, spec, value_splits, by_dimension, leaf)
+
+
+def _ragged(pa: Any, key: str, spec: RaggedFeature, value: Any, parts: list[Any]) -> Any:
+    values, _, value_splits = value
+    levels = _core.ragged_layout(
+        key,
+        value_splits,
+        [
+            (
+                _PARTITION_KINDS[type(p)],
+                None if c is None else (c[0], c[2]),
+                getattr(p, "length", 0),
+            )
+            for p, c in zip(spec.partitions, parts, strict=True)
+        ],
+    )
+    return ragged_array(pa, values_array(pa, values), levels, spec.partitions)
+
+
+def _list_arrays(pa: Any, schema: Schema, records: list[bytes]) -> list[Any]:
+    """The Arrow arrays of the feature lists of ``schema`` in SequenceExample ``records``."""
+    wanted = _list_columns(schema)
+    parsed = _core.parse_feature_lists(records, list(wanted.items()))
+    cols = dict(zip(wanted, parsed, strict=True))
+    out = []
+    for key, spec in schema.items():
+        if isinstance(spec, RaggedFeature):
+            ragged = _ragged_steps(key, spec, cols)
+            levels = [np.asarray(s, dtype=np.int64) for s in ragged.nested_row_splits]
+            leaf = values_array(pa, ragged.flat_values)
+            out.append(ragged_array(pa, leaf, levels, spec.partitions))
+            continue
+        values, steps, step_values, present = cols[key]
+        leaf = values_array(pa, values)
+        if isinstance(spec, FixedLenSequence):
+            _check_steps(key, spec, steps, step_values, present)
+            out.append(list_array(pa, steps, nest_fixed_size(pa, leaf, spec.shape)))
+        else:
+            out.append(list_array(pa, steps, list_array(pa, step_values, leaf)))
+    return out
+
+
+def _check_steps(
+    key: str, spec: FixedLenSequence, steps: Any, step_values: Any, present: Any
+) -> None:
+    """Every step of a ``FixedLenSequence`` list holds one element; a list that may not be
+    missing is there."""
+    stride = int(np.prod(spec.shape, dtype=np.int64))
+    counts = np.diff(step_values)
+    bad = np.flatnonzero(counts != stride)
+    if bad.size:
+        step = int(bad[0])
+        record = int(np.searchsorted(steps, step, side="right") - 1)
+        raise SchemaError(
+            f"feature list {key!r} ({spec.dtype}): step {step - int(steps[record])} has "
+            f"{int(counts[step])} values; expected {stride}",
+            key=key,
+            record_index=record,
+        )
+    if not spec.allow_missing and not np.all(present):
+        raise SchemaError(
+            f"feature list {key!r} ({spec.dtype}) is required but could not be found",
+            key=key,
+            record_index=int(np.argmin(present)),
+        )

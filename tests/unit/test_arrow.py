@@ -58,13 +58,6 @@ def test_read_table_infers_the_schema_and_picks_columns(data):
         tfr.read_table(path, columns=["nope"])
 
 
-def test_features_arrow_does_not_take_yet_are_refused_by_name(data):
-    path, _ = data
-    spec = {"s": tfr.SparseFeature("tok", "tok", "int64", 4)}
-    with pytest.raises(TypeError, match="feature 's': read_arrow takes FixedLen and VarLen"):
-        tfr.read_arrow(path, spec)
-
-
 def test_a_pipeline_to_arrow_matches_read_arrow(data):
     path, _ = data
     table = tfr.read_table(path, SCHEMA, batch_size=3)
@@ -150,3 +143,264 @@ def test_read_arrow_output_writes_back_with_its_schema(data, tmp_path):
     )
     assert dict(manifest.schema) == SCHEMA
     assert tfr.read_table(manifest.files, SCHEMA).equals(tfr.read_table(path, SCHEMA))
+
+
+R = tfr.RaggedFeature
+COMPOSITE = {
+    "words": R("bytes", "w", [R.RowLengths("wl")]),
+    "pairs_of": R("int64", "v", [R.RowSplits("vs"), R.UniformRowLength(2)]),
+    "sp": tfr.SparseFeature("i", "x", "float32", 10),
+    "grid": tfr.SparseFeature(["i", "j"], "y", "bytes", [10, 3]),
+    "points": tfr.FixedLenSequence([2], "float32", allow_missing=True),
+}
+
+
+def _composite_rows() -> list[dict]:
+    return [
+        {
+            "w": [b"a", b"b", b"c"],
+            "wl": [2, 0, 1],
+            "v": [1, 2, 3, 4, 5, 6],
+            "vs": [0, 1, 1, 3],
+            "i": [7, 2],
+            "j": [0, 1],
+            "x": np.array([0.5, 1.5], np.float32),
+            "y": [b"p", b"q"],
+            "points": np.array([1, 2, 3, 4], np.float32),
+        },
+        {"other": 1},  # every feature missing
+        {  # every feature present and empty
+            "w": np.zeros(0, "S1"),
+            "wl": np.zeros(0, np.int64),
+            "v": np.zeros(0, np.int64),
+            "vs": [0],
+            "i": np.zeros(0, np.int64),
+            "j": np.zeros(0, np.int64),
+            "x": np.zeros(0, np.float32),
+            "y": np.zeros(0, "S1"),
+            "points": np.zeros(0, np.float32),
+        },
+        {"w": [b"z"], "wl": [1], "points": np.array([5, 6], np.float32)},
+    ]
+
+
+@pytest.fixture
+def composite(tmp_path):
+    rows = _composite_rows()
+    paths = [str(tmp_path / "c0.tfrecord"), str(tmp_path / "c1.tfrecord")]
+    for path, part in zip(paths, (rows[:3], rows[3:]), strict=True):
+        with tfr.RecordWriter(path) as w:
+            w.write_many(tfr.encode_example(r) for r in part)
+    return paths
+
+
+def test_composite_features_become_nested_arrow_columns(composite):
+    reader = tfr.read_arrow(composite, COMPOSITE, batch_size=2)
+    assert reader.schema == pa.schema(
+        [
+            ("words", pa.large_list(pa.large_list(pa.large_binary()))),
+            ("pairs_of", pa.large_list(pa.large_list(pa.list_(pa.int64(), 2)))),
+            (
+                "sp",
+                pa.struct(
+                    [
+                        ("indices", pa.large_list(pa.int64())),
+                        ("values", pa.large_list(pa.float32())),
+                    ]
+                ),
+            ),
+            (
+                "grid",
+                pa.struct(
+                    [
+                        ("indices_0", pa.large_list(pa.int64())),
+                        ("indices_1", pa.large_list(pa.int64())),
+                        ("values", pa.large_list(pa.large_binary())),
+                    ]
+                ),
+            ),
+            ("points", pa.large_list(pa.list_(pa.float32(), 2))),
+        ]
+    )
+    table = reader.read_all()
+    assert table.column("words").to_pylist() == [[[b"a", b"b"], [], [b"c"]], [], [], [[b"z"]]]
+    assert table.column("pairs_of").to_pylist() == [[[[1, 2]], [], [[3, 4], [5, 6]]], [], [], []]
+    empty_sp = {"indices": [], "values": []}
+    # Entries come sorted by index, as tf.io.SparseFeature sorts them.
+    assert table.column("sp").to_pylist() == [
+        {"indices": [2, 7], "values": [1.5, 0.5]},
+        empty_sp,
+        empty_sp,
+        empty_sp,
+    ]
+    empty_grid = {"indices_0": [], "indices_1": [], "values": []}
+    assert table.column("grid").to_pylist() == [
+        {"indices_0": [2, 7], "indices_1": [1, 0], "values": [b"q", b"p"]},
+        empty_grid,
+        empty_grid,
+        empty_grid,
+    ]
+    # Each row keeps its own elements: no padding.
+    assert table.column("points").to_pylist() == [[[1, 2], [3, 4]], [], [], [[5, 6]]]
+    # The Python results tell the same rows.
+    parsed = tfr.parse_examples([tfr.encode_example(r) for r in _composite_rows()], COMPOSITE)
+    assert table.column("words").to_pylist() == parsed["words"].to_list()
+    assert table.column("pairs_of").to_pylist() == parsed["pairs_of"].to_list()
+    dense = [np.zeros(10, np.float32)] * 4
+    for row, entries in enumerate(table.column("sp").to_pylist()):
+        dense[row] = np.zeros(10, np.float32)
+        dense[row][entries["indices"]] = entries["values"]
+    np.testing.assert_array_equal(np.stack(dense), parsed["sp"].to_dense())
+
+
+def test_composite_columns_in_polars(composite):
+    import polars
+
+    frame = polars.from_arrow(tfr.read_table(composite, COMPOSITE, strings=True))
+    words = frame.select(polars.col("words").list.eval(polars.element().list.len()))
+    assert words["words"].to_list() == [[2, 0, 1], [], [], [1]]
+    entries = frame.select(polars.col("grid").struct.unnest()).explode(
+        ["indices_0", "indices_1", "values"]
+    )
+    assert entries.drop_nulls()["values"].to_list() == ["q", "p"]
+
+
+def test_a_fixed_len_sequence_that_may_not_be_missing_is_checked(tmp_path):
+    paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
+    with tfr.RecordWriter(paths[0]) as w:
+        w.write_many(tfr.encode_example({"p": [1, 2, 3, 4][: 2 * k]}) for k in (1, 0, 2))
+    with tfr.RecordWriter(paths[1]) as w:
+        w.write(tfr.encode_example({"p": [9, 9]}))
+        w.write(tfr.encode_example({"q": 1}))
+    spec = {"p": tfr.FixedLenSequence([2], "int64")}
+    with pytest.raises(tfr.SchemaError, match="required") as info:
+        tfr.read_table(paths, spec, batch_size=2)
+    assert (info.value.path, info.value.record_index, info.value.key) == (paths[1], 1, "p")
+    table = tfr.read_table(paths[0], spec)
+    assert table.column("p").to_pylist() == [[[1, 2]], [], [[1, 2], [3, 4]]]
+
+    with tfr.RecordWriter(paths[1]) as w:
+        w.write(tfr.encode_example({"p": [1, 2, 3]}))
+    loose = {"p": tfr.FixedLenSequence([2], "int64", allow_missing=True)}
+    with pytest.raises(tfr.SchemaError, match="3 values; expected a multiple of 2") as info:
+        tfr.read_table(paths, loose)
+    assert (info.value.path, info.value.record_index, info.value.key) == (paths[1], 0, "p")
+
+
+def test_sparse_counts_that_disagree_name_the_file_and_record(composite, tmp_path):
+    bad = str(tmp_path / "bad.tfrecord")
+    with tfr.RecordWriter(bad) as w:
+        w.write(tfr.encode_example({"i": [1, 2], "x": np.array([1.0], np.float32)}))
+    with pytest.raises(tfr.SchemaError, match="has 2 values") as info:
+        tfr.read_table([*composite, bad], {"sp": COMPOSITE["sp"]}, batch_size=3)
+    assert (info.value.path, info.value.record_index, info.value.key) == (bad, 0, "sp")
+
+
+@pytest.mark.parametrize(
+    ("key", "spec"),
+    [
+        ("s", tfr.FixedLen([], "bytes")),
+        ("s", tfr.VarLen("bytes")),
+        ("f", tfr.SparseFeature("i", "s", "bytes", 4)),
+        ("f", R("bytes", "s", [R.UniformRowLength(1)])),
+    ],
+)
+def test_strings_that_are_not_utf8_name_the_file_the_record_and_the_feature(tmp_path, key, spec):
+    path = str(tmp_path / "u.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"s": "fine", "i": 0}))
+        w.write(tfr.encode_example({"s": b"\xff\xfe", "i": 1}))
+    assert tfr.read_table(path, {key: spec}).num_rows == 2
+    with pytest.raises(tfr.SchemaError, match=r"not UTF-8.*strings=False") as info:
+        tfr.read_table(path, {key: spec}, strings=True)
+    assert (info.value.path, info.value.record_index, info.value.key) == (path, 1, key)
+
+
+def _sequences(tmp_path) -> list[str]:
+    paths = [str(tmp_path / "s0.tfrecord"), str(tmp_path / "s1.tfrecord")]
+    examples = [
+        ({"id": 0, "tag": "a"}, {"frames": [[1.0, 2.0], [3.0, 4.0]], "words": [[b"x"], []]}),
+        ({"id": 1, "tag": "b"}, {}),
+        ({"id": 2, "tag": "c"}, {"frames": [[5.0, 6.0]], "words": [[b"y", b"z"]]}),
+    ]
+    for path, part in zip(paths, (examples[:2], examples[2:]), strict=True):
+        with tfr.RecordWriter(path) as w:
+            w.write_many(tfr.encode_sequence_example(c, f) for c, f in part)
+    return paths
+
+
+def test_sequence_examples_give_context_and_feature_list_columns(tmp_path):
+    paths = _sequences(tmp_path)
+    # An inferred schema brings the feature lists along.
+    table = tfr.read_table(paths, strings=True, batch_size=2)
+    assert table.schema == pa.schema(
+        [
+            ("id", pa.int64()),
+            ("tag", pa.large_string()),
+            ("frames", pa.large_list(pa.list_(pa.float32(), 2))),
+            ("words", pa.large_list(pa.large_list(pa.large_string()))),
+        ]
+    )
+    assert table.to_pylist() == [
+        {"id": 0, "tag": "a", "frames": [[1, 2], [3, 4]], "words": [["x"], []]},
+        {"id": 1, "tag": "b", "frames": [], "words": []},
+        {"id": 2, "tag": "c", "frames": [[5, 6]], "words": [["y", "z"]]},
+    ]
+    lists = {"words": R("bytes"), "frames": tfr.FixedLenSequence([2], "float32", True)}
+    picked = tfr.read_table(paths, sequence_schema=lists, columns=["frames", "words"])
+    assert picked.column_names == ["frames", "words"]
+    assert picked.column("words").to_pylist() == [[[b"x"], []], [], [[b"y", b"z"]]]
+    context = {"id": tfr.FixedLen([], "int64")}
+    both = tfr.read_table(paths, context, sequence_schema=lists, columns=["words", "id"])
+    assert both.column_names == ["words", "id"]
+    assert both.column("id").to_pylist() == [0, 1, 2]
+
+
+def test_sequence_schemas_are_checked(tmp_path):
+    paths = _sequences(tmp_path)
+    lists = {"frames": tfr.VarLen("float32")}
+    with pytest.raises(ValueError, match=r"\['frames'\] name both"):
+        tfr.read_arrow(paths, {"frames": tfr.VarLen("float32")}, sequence_schema=lists)
+    with pytest.raises(ValueError, match="feature list 'id'"):
+        tfr.read_arrow(paths, sequence_schema={"id": tfr.FixedLen([], "int64")})
+    with pytest.raises(KeyError, match="nope"):
+        tfr.read_arrow(paths, sequence_schema=lists, columns=["nope"])
+    required = {"frames": tfr.FixedLenSequence([2], "float32")}
+    with pytest.raises(tfr.SchemaError, match="required") as info:
+        tfr.read_table(paths, sequence_schema=required)
+    assert (info.value.path, info.value.record_index) == (paths[0], 1)
+
+
+def test_a_pipeline_to_arrow_takes_composite_features(composite):
+    table = tfr.read_table(composite, COMPOSITE, batch_size=3)
+    piped = tfr.Dataset.from_files(composite).parse(COMPOSITE).batch(3).to_arrow().read_all()
+    assert piped.schema == table.schema
+    for key in ("words", "pairs_of", "sp", "grid"):
+        assert piped.column(key).equals(table.column(key)), key
+    # FixedLenSequence batches come padded to their longest, as the pipeline gives them.
+    assert piped.column("points").to_pylist() == [
+        [[1, 2], [3, 4]],
+        [[0, 0], [0, 0]],
+        [[0, 0], [0, 0]],
+        [[5, 6]],
+    ]
+    texts = tfr.Dataset.from_files(composite).parse(COMPOSITE).batch(3).to_arrow(strings=True)
+    assert texts.read_all().column("grid").to_pylist()[0]["values"] == ["q", "p"]
+    with pytest.raises(TypeError, match=r"call \.batch"):
+        tfr.Dataset.from_files(composite).parse({"sp": COMPOSITE["sp"]}).to_arrow()
+
+
+def test_a_pipeline_of_sequence_examples_points_to_read_arrow(tmp_path):
+    paths = _sequences(tmp_path)
+    dataset = tfr.Dataset.from_files(paths).parse(None, {"words": tfr.VarLen("bytes")}).batch(2)
+    with pytest.raises(TypeError, match="sequence_schema"):
+        dataset.to_arrow()
+
+
+def test_row_splits_become_list_offsets_without_a_copy():
+    from tfrecordkit.arrow_layout import list_array
+
+    splits = np.array([0, 2, 2, 5], dtype=np.int64)
+    column = list_array(pa, splits, pa.array(np.arange(5)))
+    assert column.buffers()[1].address == splits.ctypes.data
+    assert column.to_pylist() == [[0, 1], [], [2, 3, 4]]

@@ -126,6 +126,7 @@ LEAVES = {
     "tfrecordkit.tensors": set(),
     "tfrecordkit.schema": {"tfrecordkit.errors", "tfrecordkit._core", "tfrecordkit.tensors"},
     "tfrecordkit.manifest": {"tfrecordkit._core", "tfrecordkit._paths", "tfrecordkit.schema"},
+    "tfrecordkit.arrow_layout": {"tfrecordkit.errors", "tfrecordkit.schema"},
 }
 
 
