@@ -8,7 +8,7 @@ np.int64(3)
 
 import sys as _sys
 
-from . import errors, image
+from . import errors, image, tfds
 from ._core import __version__
 from ._paths import expand_paths
 from .arrow import read_arrow, read_table
@@ -129,6 +129,7 @@ __all__ = [
     "read_table",
     "register_pandas_accessor",
     "repair",
+    "tfds",
     "verify",
     "write_dataset",
 ]

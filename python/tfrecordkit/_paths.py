@@ -29,9 +29,18 @@ GLOB_CHARS = frozenset("*?[")
 #: The object a writer holds while it uploads a dataset to an object store.
 CLAIM_SUFFIX = ".writing"
 #: Files written beside shards, never read as data.
-SIDECAR_SUFFIXES = (".idx", ".gzi", ".manifest.json", CLAIM_SUFFIX)
-#: Files ``convert`` writes beside its splits, never read as data.
-SIDECAR_NAMES = frozenset({"schema.json", "summary.json", "discarded.csv", "labels.txt"})
+SIDECAR_SUFFIXES = (".idx", ".gzi", ".manifest.json", ".labels.txt", CLAIM_SUFFIX)
+#: Files ``convert`` (and TFDS metadata) write beside the splits, never read as data.
+SIDECAR_NAMES = frozenset(
+    {
+        "schema.json",
+        "summary.json",
+        "discarded.csv",
+        "labels.txt",
+        "dataset_info.json",
+        "features.json",
+    }
+)
 
 
 def is_url(path: str) -> bool:

@@ -57,3 +57,12 @@ def test_commands_handed_a_shell_glob_skip_sidecars(dataset):
     count = _cli("count", *everything)
     assert count.returncode == 0, count.stderr
     assert count.stdout.splitlines()[-1].split() == ["50", "total"]
+
+
+def test_tfds_metadata_beside_the_shards_is_a_sidecar(dataset, tmp_path):
+    manifest, _ = dataset
+    written = tfr.tfds.write_metadata(tmp_path)
+    assert {p.rsplit("/", 1)[-1] for p in written} >= {"dataset_info.json", "features.json"}
+    everything = sorted(str(p) for p in tmp_path.iterdir())
+    with pytest.warns(tfr.SidecarSkippedWarning):
+        assert tfr.count(everything) == 50

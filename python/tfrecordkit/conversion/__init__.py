@@ -10,13 +10,16 @@ Beam runner.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from .. import tfds as tfds_lib
+from .._paths import expand_paths, read_bytes
 from .local import contact_sheet, convert_locally, load
-from .rows import ConversionSummary, Job, check_roles, read_table
+from .rows import SPLITS, ConversionSummary, Job, check_roles, read_table
 
 __all__ = ["ConversionSummary", "contact_sheet", "convert", "load", "register_pandas_accessor"]
 
@@ -36,6 +39,7 @@ def convert(
     workers: int | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    tfds: bool = False,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ConversionSummary:
     """Converts a table of images and labels into TFRecord splits.
@@ -62,6 +66,11 @@ def convert(
     then made in Beam ``DoFn``s, with the vocabulary as a combine over TRAIN and shards
     written by Beam's sink; ``pipeline_options`` (project, region, temp_location...) pass
     through to Beam. Manifests and indexes are added when ``output_dir`` is local.
+
+    ``tfds=True`` also writes TensorFlow Datasets metadata (see
+    :func:`tfrecordkit.tfds.write_metadata`), so that ``tfds.builder_from_directory``
+    loads the splits: ``image`` as an ``Image``, ``label`` as a ``ClassLabel`` with the
+    vocabulary's names, ``label_text`` and ``image_format`` as ``Text``.
 
     >>> summary = convert("images.csv", "out/")  # doctest: +SKIP
     >>> summary.rows  # doctest: +SKIP
@@ -90,11 +99,47 @@ def convert(
         storage_options=storage_options,
     )
     if runner.lower() == "local":
-        return convert_locally(job)
-    # Apache Beam is imported only for a Beam runner.
-    from .beam import convert_with_beam
+        summary = convert_locally(job)
+    else:
+        # Apache Beam is imported only for a Beam runner.
+        from .beam import convert_with_beam
 
-    return convert_with_beam(job, runner, dict(pipeline_options or {}))
+        summary = convert_with_beam(job, runner, dict(pipeline_options or {}))
+    if tfds:
+        _write_tfds_metadata(summary, image_size, overwrite, storage_options)
+    return summary
+
+
+def _write_tfds_metadata(
+    summary: ConversionSummary,
+    image_size: tuple[int, int] | None,
+    overwrite: bool,
+    options: Mapping[str, Any] | None,
+) -> None:
+    """TFDS metadata for a conversion's splits and the features it writes."""
+    out = summary.output_dir
+    height, width = image_size or (None, None)
+    features: dict[str, Any] = {
+        "image": tfds_lib.Image(shape=(height, width, 3)),
+        "image_format": tfds_lib.Text(),
+    }
+    labels = summary.labels
+    if labels is None:
+        # A Beam run into a URL leaves its vocabulary in labels.txt only.
+        with contextlib.suppress(FileNotFoundError):
+            labels = read_bytes(os.path.join(out, "labels.txt"), options).decode().splitlines()
+    if labels is not None:
+        features["label"] = tfds_lib.ClassLabel(names=labels)
+        features["label_text"] = tfds_lib.Text()
+    splits = {}
+    for split in summary.rows or SPLITS:
+        prefix = os.path.join(out, split.lower())
+        with contextlib.suppress(FileNotFoundError):
+            expand_paths(f"{prefix}-*-of-*.tfrecord*", storage_options=options)
+            splits[split.lower()] = prefix
+    tfds_lib.write_metadata(
+        out, splits, features=features, overwrite=overwrite, storage_options=options
+    )
 
 
 def register_pandas_accessor() -> None:

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .._paths import StorageOptions, is_url, read_bytes, remove, write_file
+from .. import tfds
+from .._paths import StorageOptions, exists, is_url, read_bytes, remove, write_file
 from .._stages import ordered_map
 from ..dataset import Dataset
 from ..example import decode_example
@@ -261,26 +262,36 @@ def load(
 ) -> Any:
     """The ``split`` of a :func:`convert` output (a directory or a URL) as a
     :class:`tfrecordkit.Dataset` of parsed Examples, with the schema saved beside it; add
-    ``shuffle``, ``batch`` and the rest.
+    ``shuffle``, ``batch`` and the rest. A directory prepared by TensorFlow Datasets (its
+    ``dataset_info.json`` and ``features.json``, no ``schema.json``) is read the same way,
+    its schema from its features (see :func:`tfrecordkit.tfds.info`).
 
     >>> ds = tfr.load("out", "train").shuffle(1000, seed=0).batch(32)  # doctest: +SKIP
     >>> ds = tfr.load("s3://bucket/out", "validation")  # doctest: +SKIP
+    >>> ds = tfr.load("~/tensorflow_datasets/mnist/3.0.0", "test")  # doctest: +SKIP
     """
     options = storage_options
     output_dir = os.fspath(output_dir)
-    name = split.lower()
-    if name.upper() not in SPLITS:
-        raise ValueError(f"split must be one of {[s.lower() for s in SPLITS]}, not {split!r}")
     schema_file = os.path.join(output_dir, "schema.json")
     try:
         schema = Schema.from_json(read_bytes(schema_file, options).decode("utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(2, "no schema.json: not a convert() output", schema_file) from None
-    prefix = os.path.join(output_dir, name)
-    try:
-        files: Any = Manifest.load(prefix, storage_options=options).files
-    except FileNotFoundError:
-        files = f"{prefix}-*-of-*.tfrecord*"
+        if not exists(os.path.join(os.path.expanduser(output_dir), tfds.INFO_FILE), options):
+            raise FileNotFoundError(
+                2, "no schema.json (a convert() output) nor dataset_info.json (TFDS)", schema_file
+            ) from None
+        info = tfds.info(output_dir, storage_options=options)
+        files: Any = info.files(split)
+        schema = info.schema
+    else:
+        name = split.lower()
+        if name.upper() not in SPLITS:
+            raise ValueError(f"split must be one of {[s.lower() for s in SPLITS]}, not {split!r}")
+        prefix = os.path.join(output_dir, name)
+        try:
+            files = Manifest.load(prefix, storage_options=options).files
+        except FileNotFoundError:
+            files = f"{prefix}-*-of-*.tfrecord*"
     return (
         Dataset.list_files(
             files, shuffle=shuffle_files, seed=seed, on_error=on_error, storage_options=options
