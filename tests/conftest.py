@@ -17,3 +17,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where every test must run: {report.longrepr}"
     return report
+
+
+@pytest.fixture(scope="package")
+def ray_cluster():
+    """A real local Ray cluster of two CPUs, started once and shared (Ray stops it at exit)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            object_store_memory=200 * 1024 * 1024,
+            log_to_driver=False,
+        )
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    return ray

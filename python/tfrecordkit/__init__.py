@@ -133,3 +133,12 @@ __all__ = [
     "verify",
     "write_dataset",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ``tfr.ray`` imports Ray (an optional dependency) when first used.
+    if name == "ray":
+        import importlib
+
+        return importlib.import_module(".ray", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -93,6 +93,34 @@ def read_arrow(
     if schema is None and sequence_schema is None:
         schema = infer_schema(paths, compression=compression, storage_options=storage_options)
         sequence_schema = schema.sequence
+    context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
+    names = arrow_schema.names
+    kinds = {f.name: f.type for f in arrow_schema}
+    reader = _open(paths, compression, True, "raise", None, False, storage_options)
+    next_batch, arrays = _readers(pa, reader, context, lists, batch_size)
+
+    def batch(parsed: Any) -> Any:
+        built = dict(zip([*context, *(lists or ())], arrays(parsed), strict=True))
+        out = [with_strings(pa, k, built[k], kinds[k]) for k in names]
+        return pa.RecordBatch.from_arrays(out, schema=arrow_schema)
+
+    def batches() -> Iterator[Any]:
+        for parsed in _batches(next_batch, "raise", reader, None):
+            yield _located(reader, batch, parsed)
+
+    return pa.RecordBatchReader.from_batches(arrow_schema, batches())
+
+
+def arrow_columns(
+    schema: Schema | dict[str, Any] | None,
+    sequence_schema: Schema | dict[str, Any] | None,
+    columns: Sequence[str] | None,
+    strings: bool,
+) -> tuple[Schema, Schema | None, Any]:
+    """The context features and feature lists :func:`read_arrow` reads (``columns`` of
+    them, when given), and the ``pyarrow.Schema`` of its batches."""
+    import pyarrow as pa
+
     context = Schema({}) if schema is None else _as_schema(schema)
     lists = None if sequence_schema is None else as_sequence_schema(sequence_schema)
     names = [*context, *(lists or ())]
@@ -108,20 +136,7 @@ def read_arrow(
         lists = None if lists is None else Schema({c: lists[c] for c in names if c in lists})
     kinds = {k: arrow_type(pa, s, strings) for k, s in context.items()}
     kinds |= {k: arrow_type(pa, s, strings, steps=True) for k, s in (lists or {}).items()}
-    arrow_schema = pa.schema([(k, kinds[k]) for k in names])
-    reader = _open(paths, compression, True, "raise", None, False, storage_options)
-    next_batch, arrays = _readers(pa, reader, context, lists, batch_size)
-
-    def batch(parsed: Any) -> Any:
-        built = dict(zip([*context, *(lists or ())], arrays(parsed), strict=True))
-        out = [with_strings(pa, k, built[k], kinds[k]) for k in names]
-        return pa.RecordBatch.from_arrays(out, schema=arrow_schema)
-
-    def batches() -> Iterator[Any]:
-        for parsed in _batches(next_batch, "raise", reader, None):
-            yield _located(reader, batch, parsed)
-
-    return pa.RecordBatchReader.from_batches(arrow_schema, batches())
+    return context, lists, pa.schema([(k, kinds[k]) for k in names])
 
 
 def read_table(paths: Paths, schema: Schema | dict[str, Any] | None = None, **kwargs: Any) -> Any:

@@ -394,6 +394,9 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
 )
 @click.option("--image-format", type=click.Choice(["jpeg", "png", "webp"]), help="Re-encode.")
 @click.option("--overwrite", is_flag=True, help="Replace existing splits.")
+@click.option(
+    "--tfds", is_flag=True, help="Also write TFDS metadata (tfds.builder_from_directory loads it)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def convert(
     source: str,
@@ -406,6 +409,7 @@ def convert(
     image_size: tuple[int, int] | None,
     image_format: str | None,
     overwrite: bool,
+    tfds: bool,
     as_json: bool,
 ) -> None:
     """Convert SOURCE (a CSV or Parquet file, or a SPLIT/LABEL/*.jpg tree) of split,
@@ -427,6 +431,7 @@ def convert(
             image_format=image_format,
             overwrite=overwrite,
             progress=False,
+            tfds=tfds,
             storage_options=_so(),
         )
     except (OSError, TFRecordError, ValueError, NotImplementedError) as err:

@@ -268,9 +268,9 @@ def write_dataset(
     """Writes ``data`` as TFRecord shards ``{prefix}-SSSSS-of-NNNNN.tfrecord`` and a manifest.
 
     ``data`` is a dict of NumPy columns, a pandas DataFrame, a pyarrow Table, a Polars
-    DataFrame, a ``pyarrow.RecordBatchReader`` or ``pyarrow.dataset.Dataset`` (streamed a
-    record batch at a time), an iterable of dicts (one Example per dict), or an iterable
-    of already-serialized records (bytes).
+    DataFrame, a ``pyarrow.RecordBatchReader``, ``pyarrow.dataset.Dataset`` or Hugging Face
+    ``datasets.Dataset`` (streamed a record batch at a time), an iterable of dicts (one
+    Example per dict), or an iterable of already-serialized records (bytes).
     Columns become features by dtype (see :func:`tfrecordkit.encode_examples`); ``schema``
     overrides the dtypes inferred. Tables are encoded and written on native threads,
     ``workers`` (default: all cores) shards at a time, with no Python object per row;
@@ -375,11 +375,18 @@ def write_dataset(
 
 
 def _arrow_source(data: Any) -> Any:
-    """Polars frames as the Arrow tables they hold; a ``pyarrow.dataset.Dataset`` as a
-    stream of its record batches."""
+    """Polars frames as the Arrow tables they hold; a ``pyarrow.dataset.Dataset`` or a
+    Hugging Face ``datasets.Dataset`` as a stream of its record batches."""
     module = type(data).__module__
     if module.startswith("polars") and callable(getattr(data, "to_arrow", None)):
         return data.to_arrow()
+    if module.startswith("datasets.arrow_dataset"):
+        import pyarrow as pa
+
+        # Its rows as they are now (after select, shuffle, filter), a batch at a time.
+        tables = data.with_format("arrow").iter(batch_size=_CHUNK_ROWS)
+        batches = (b for t in tables for b in t.to_batches())
+        return pa.RecordBatchReader.from_batches(data.features.arrow_schema, batches)
     if module.startswith("pyarrow"):
         import pyarrow as pa
         import pyarrow.dataset as pads

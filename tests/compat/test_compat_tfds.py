@@ -312,3 +312,27 @@ def test_convert_with_tfds_metadata(tmp_path: Path) -> None:
             assert ex["image_format"] == b"png"
     # tfr.load still reads the conversion by its own schema.
     assert len(list(tfr.load(out, "train"))) == summary.rows["TRAIN"]
+
+
+def test_the_convert_command_writes_tfds_metadata(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    rows = []
+    for i in range(4):
+        path = tmp_path / f"{i}.png"
+        PILImage.fromarray(np.full((4, 4, 3), 50 * i, np.uint8)).save(path)
+        rows.append({"split": "TRAIN", "image_uri": str(path), "label": ("a", "b")[i % 2]})
+    table = tmp_path / "table.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecordkit.cli", "convert", str(table), str(out), "--tfds"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    builder = tfds.builder_from_directory(str(out))
+    assert builder.info.splits["train"].num_examples == 4
+    assert builder.info.features["label"].names == ["a", "b"]

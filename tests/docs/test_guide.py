@@ -31,6 +31,9 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     assert "s3://training-data/scores/train-00000-of-00004.tfrecord\n20000\n20000\n(1024,)" in out
     assert "20000 5\n[3, 9, 7]\n" in out
     assert "FileNotFoundError s3://training-data/nothing.tfrecord" in out
+    # Arrow's neighbours: DuckDB, Hugging Face datasets, Ray Data.
+    assert "\ncat\nValue('float32')\n" in out
+    assert "\n4 True\n" in out
     assert (tmp_path / "test.tfrecord").exists()
 
 
