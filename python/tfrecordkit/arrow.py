@@ -30,7 +30,6 @@ from .arrow_layout import (
 from .errors import SchemaError
 from .records import _batches, _located, _open, infer_schema
 from .schema import (
-    _PARTITION_KINDS,
     FixedLen,
     FixedLenSequence,
     RaggedFeature,
@@ -39,6 +38,7 @@ from .schema import (
     UniformRowLength,
     VarLen,
     _as_schema,
+    ragged_levels,
 )
 from .sequence import _list_columns, _ragged_steps, as_sequence_schema
 
@@ -256,18 +256,7 @@ def _sparse(pa: Any, key: str, spec: SparseFeature, index: list[Any], value: Any
 
 def _ragged(pa: Any, key: str, spec: RaggedFeature, value: Any, parts: list[Any]) -> Any:
     values, _, value_splits = value
-    levels = _core.ragged_layout(
-        key,
-        value_splits,
-        [
-            (
-                _PARTITION_KINDS[type(p)],
-                None if c is None else (c[0], c[2]),
-                getattr(p, "length", 0),
-            )
-            for p, c in zip(spec.partitions, parts, strict=True)
-        ],
-    )
+    levels = ragged_levels(key, spec, value_splits, parts)
     return ragged_array(pa, values_array(pa, values), levels, spec.partitions)
 
 

@@ -19,6 +19,7 @@ import fnmatch
 import functools
 import json
 import os
+import shutil
 import socket
 import tempfile
 import types
@@ -263,31 +264,32 @@ class Sink(Datasink):  # type: ignore[misc]
     def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
         """Encodes one task's blocks into one shard under a temporary name."""
         task = int(ctx.task_idx)
-        local = tempfile.mkdtemp(prefix="tfrecordkit-") if self.url else None
         part = self._part(task)
-        path = os.path.join(local, os.path.basename(part)) if local else part
-        writer = _core.RecordWriter(path, self.compression or "none", None, True, self.index, None)
-        schema = None
+        local = tempfile.mkdtemp(prefix="tfrecordkit-") if self.url else None
         try:
-            for block in blocks:
-                table = as_table(block, self.schema)
-                if schema is None:
-                    schema = table.schema().to_json()
-                writer.write_columns(table.native())
-            info = writer.finish()
-        except BaseException:
-            writer.abort()
-            raise
-        if local:
+            path = os.path.join(local, os.path.basename(part)) if local else part
+            writer = _core.RecordWriter(
+                path, self.compression or "none", None, True, self.index, None
+            )
+            schema = None
             try:
+                for block in blocks:
+                    table = as_table(block, self.schema)
+                    if schema is None:
+                        schema = table.schema().to_json()
+                    writer.write_columns(table.native())
+                info = writer.finish()
+            except BaseException:
+                writer.abort()
+                raise
+            if local:
                 upload(info["data"], part, storage_options=self.storage_options)
                 if info["index"]:
                     upload(info["index"], part + ".idx", storage_options=self.storage_options)
-            finally:
-                for name in os.listdir(local):
-                    os.remove(os.path.join(local, name))
-                os.rmdir(local)
-            info["data"], info["index"] = part, part + ".idx" if info["index"] else None
+                info["data"], info["index"] = part, part + ".idx" if info["index"] else None
+        finally:
+            if local:
+                shutil.rmtree(local, ignore_errors=True)
         return {"task": task, "info": info, "schema": schema}
 
     def on_write_complete(self, write_result: Any) -> None:

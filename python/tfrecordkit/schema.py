@@ -579,20 +579,19 @@ def _sparse(key: str, spec: SparseFeature, index: list[Any], value: Any) -> Spar
     return Sparse(indices, values[order], tuple(dense_shape))
 
 
+def ragged_levels(key: str, spec: RaggedFeature, value_splits: Any, parts: list[Any]) -> Any:
+    """The row splits of each ragged dimension of ``spec``, outermost first, from the
+    parsed partition columns ``parts`` (``None`` for a ``UniformRowLength``)."""
+    described = [
+        (_PARTITION_KINDS[type(p)], None if c is None else (c[0], c[2]), getattr(p, "length", 0))
+        for p, c in zip(spec.partitions, parts, strict=True)
+    ]
+    return _core.ragged_layout(key, value_splits, described)
+
+
 def _ragged(key: str, spec: RaggedFeature, value: Any, parts: list[Any]) -> Ragged:
     values, _, value_splits = value
-    levels = _core.ragged_layout(
-        key,
-        value_splits,
-        [
-            (
-                _PARTITION_KINDS[type(p)],
-                None if c is None else (c[0], c[2]),
-                getattr(p, "length", 0),
-            )
-            for p, c in zip(spec.partitions, parts, strict=True)
-        ],
-    )
+    levels = ragged_levels(key, spec, value_splits, parts)
     out: Any = values
     for splits in reversed(levels):
         out = Ragged(out, splits.astype(spec.row_splits_dtype, copy=False))
