@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import _core
-from ._paths import StorageOptions, atomic_write, read_bytes
+from ._paths import StorageOptions, read_bytes, write_file
 from .schema import Schema
 
 __all__ = ["SHARD_RE", "Manifest", "ShardInfo", "manifest_path", "shard_name"]
@@ -130,9 +130,9 @@ class Manifest:
             path += ".manifest.json"
         return cls.from_dict(json.loads(read_bytes(path, storage_options)), path)
 
-    def save(self, *, replace: bool = True) -> None:
-        """Writes the manifest to :attr:`path`, atomically. Without ``replace``, an
-        existing manifest (another writer's) raises ``FileExistsError`` and stays."""
-        with atomic_write(self.path, replace=replace) as f:
-            json.dump(self.to_dict(), f, indent=1)
-            f.write("\n")
+    def save(self, *, replace: bool = True, storage_options: StorageOptions = None) -> None:
+        """Writes the manifest to :attr:`path` (a path or a URL) whole, atomically. Without
+        ``replace``, an existing manifest (another writer's) raises ``FileExistsError`` and
+        stays."""
+        text = json.dumps(self.to_dict(), indent=1) + "\n"
+        write_file(self.path, text, storage_options, replace=replace)

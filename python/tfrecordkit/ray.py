@@ -17,10 +17,8 @@ import contextlib
 import errno
 import fnmatch
 import functools
-import json
 import os
 import shutil
-import socket
 import tempfile
 import types
 import uuid
@@ -42,21 +40,19 @@ from ._paths import (
     is_url,
     remove,
     upload,
-    write_file,
 )
 from .arrow import arrow_columns, read_arrow
 from .manifest import (
-    SHARD_GLOB,
     Manifest,
     ShardInfo,
     existing_files,
     index_sidecar,
     manifest_path,
-    shard_name,
 )
 from .records import infer_schema
 from .schema import Schema, _as_schema
 from .table import as_table
+from .writer import _Shards, claim, commit_remote_shards, existing_remote
 
 __all__ = ["Sink", "read"]
 
@@ -240,18 +236,7 @@ class Sink(Datasink):  # type: ignore[misc]
         if not self.url:
             os.makedirs(os.path.dirname(self.prefix), exist_ok=True)
         else:
-            note = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
-            try:
-                write_file(
-                    self.prefix + CLAIM_SUFFIX, note, self.storage_options, replace=self.overwrite
-                )
-            except FileExistsError:
-                raise FileExistsError(
-                    errno.EEXIST,
-                    "another writer is writing a dataset here (if it was killed, remove this "
-                    "claim or pass overwrite=True)",
-                    self.prefix + CLAIM_SUFFIX,
-                ) from None
+            claim(self.prefix, self.storage_options, self.overwrite)
         previous = self._previous()
         if previous and not self.overwrite:
             self._release()
@@ -313,11 +298,7 @@ class Sink(Datasink):  # type: ignore[misc]
                 index=self.index,
                 path=manifest_path(self.prefix),
             )
-            if self.url:
-                text = json.dumps(manifest.to_dict(), indent=1) + "\n"
-                write_file(manifest.path, text, self.storage_options, replace=self.overwrite)
-            else:
-                manifest.save(replace=self.overwrite)
+            manifest.save(replace=self.overwrite, storage_options=self.storage_options)
             final = {self._join(s.file) for s in shards}
             final |= {index_sidecar(f, self.compression) for f in final if self.index}
             final.add(manifest.path)
@@ -339,40 +320,16 @@ class Sink(Datasink):  # type: ignore[misc]
         return _split(self.prefix)[0] + name
 
     def _previous(self) -> list[str]:
-        if not self.url:
-            return existing_files(self.prefix)
-        fs, path = filesystem(self.prefix, "writing to", self.storage_options)
-        found = sorted(fs.glob(path + SHARD_GLOB))
-        found += [p for p in (manifest_path(path),) if fs.exists(p)]
-        directory = _split(self.prefix)[0]
-        return [directory + p.rsplit("/", 1)[-1] for p in found]
+        if self.url:
+            return existing_remote(self.prefix, self.storage_options)
+        return existing_files(self.prefix)
 
     def _commit(self, infos: list[dict[str, Any]]) -> list[ShardInfo]:
         """Moves every shard to its final name; on failure, moves none."""
-        n = len(infos)
-        shards: list[ShardInfo] = []
-        moved: list[str] = []
-        try:
-            for i, info in enumerate(infos):
-                final = shard_name(self.prefix, i, n, self.compression)
-                sidecar = index_sidecar(final, self.compression) if info["index"] else None
-                if self.url:
-                    _move_url(info["data"], final, self.overwrite, self.storage_options)
-                    moved.append(final)
-                    if sidecar:
-                        _move_url(info["index"], sidecar, True, self.storage_options)
-                        moved.append(sidecar)
-                else:
-                    _core.commit_shard(info["data"], final, info["index"], sidecar, self.overwrite)
-                    moved += [final] + ([sidecar] if sidecar else [])
-                crc = f"{info['crc32c']:08x}"
-                name = final.rsplit("/", 1)[-1]
-                shards.append(ShardInfo(name, info["records"], info["bytes"], crc))
-        except BaseException:
-            for path in moved:
-                remove(path, self.storage_options)
-            raise
-        return shards
+        if self.url:
+            return commit_remote_shards(self.prefix, infos, self.compression, self.storage_options)
+        shards = _Shards(self.prefix, self.compression, self.index, None)
+        return shards.commit(infos, replace=self.overwrite)
 
     def _clean(self) -> None:
         """Removes what is left of this write's temporary shards (a failed task's)."""
@@ -391,8 +348,7 @@ class Sink(Datasink):  # type: ignore[misc]
 
     def _release(self) -> None:
         if self.url:
-            with contextlib.suppress(FileNotFoundError):
-                remove(self.prefix + CLAIM_SUFFIX, self.storage_options)
+            remove(self.prefix + CLAIM_SUFFIX, self.storage_options)
 
 
 def _split(prefix: str) -> tuple[str, str]:
@@ -400,11 +356,3 @@ def _split(prefix: str) -> tuple[str, str]:
     sep = "/" if is_url(prefix) else os.sep
     head, _, stem = prefix.rpartition(sep)
     return (head + sep if head else ""), stem
-
-
-def _move_url(source: str, target: str, replace: bool, storage_options: StorageOptions) -> None:
-    fs, src = filesystem(source, "writing to", storage_options)
-    _, dst = filesystem(target, "writing to", storage_options)
-    if not replace and fs.exists(dst):
-        raise FileExistsError(errno.EEXIST, "an object is there already", target)
-    fs.mv(src, dst)

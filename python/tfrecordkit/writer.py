@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
+import itertools
 import math
 import os
 import re
+import uuid
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,7 +18,6 @@ from . import _core
 from ._paths import (
     CLAIM_SUFFIX,
     StorageOptions,
-    as_url,
     filesystem,
     is_url,
     remove,
@@ -170,6 +170,87 @@ class _Shards:
         return shards
 
 
+class _RemoteShards(_Shards):
+    """Shards for a URL prefix: each is written on local disk and uploaded, under a hidden
+    temporary name beside the prefix, as soon as it is finished, so local disk holds only
+    the shards being written (all of them only when an unsized stream is dealt
+    round-robin to a fixed ``num_shards``). The commit moves them to their final names."""
+
+    def __init__(
+        self,
+        url_prefix: str,
+        local_dir: str,
+        compression: str | None,
+        index: bool,
+        member_bytes: int | None,
+        options: StorageOptions,
+    ) -> None:
+        stem = url_prefix.rsplit("/", 1)[-1]
+        super().__init__(os.path.join(local_dir, stem), compression, index, member_bytes)
+        self.url_prefix, self.options = url_prefix, options
+        directory = url_prefix[: len(url_prefix) - len(stem)]
+        self.parts = f"{directory}.{stem}.part-{uuid.uuid4().hex[:12]}"
+        self.numbers = itertools.count()
+
+    def finish(self, w: Any) -> dict[str, Any]:
+        info = super().finish(w)
+        part = f"{self.parts}-{next(self.numbers):05d}"
+        local_data, local_index = info["data"], info["index"]
+        try:
+            upload(local_data, part, storage_options=self.options)
+            info["data"] = part
+            if local_index:
+                upload(local_index, part + ".idx", storage_options=self.options)
+                info["index"] = part + ".idx"
+        finally:
+            remove(local_data)
+            remove(local_index)
+        return info
+
+    def abort(self) -> None:
+        for w in self.open:
+            w.abort()
+        for info in self.done:
+            remove(info["data"], self.options)
+            remove(info["index"], self.options)
+
+    def commit(self, infos: list[dict[str, Any]], replace: bool) -> list[ShardInfo]:
+        """Moves every uploaded shard to its final name (replacing what is there: the
+        prefix is claimed, and its previous dataset was refused unless overwritten)."""
+        return commit_remote_shards(self.url_prefix, infos, self.compression, self.options)
+
+
+def commit_remote_shards(
+    url_prefix: str,
+    infos: list[dict[str, Any]],
+    compression: str | None,
+    options: StorageOptions,
+) -> list[ShardInfo]:
+    """Moves uploaded shards (and their sidecars) to ``{url_prefix}-SSSSS-of-NNNNN``
+    names, in order; if a move fails, the shards already moved are removed again."""
+    fs, _ = filesystem(url_prefix, "writing to", options)
+    n = len(infos)
+    shards: list[ShardInfo] = []
+    moved: list[str] = []
+    try:
+        for i, info in enumerate(infos):
+            final = shard_name(url_prefix, i, n, compression)
+            pairs = [(info["data"], final)]
+            if info["index"]:
+                pairs.append((info["index"], index_sidecar(final, compression)))
+            for source, target in pairs:
+                fs.mv(filesystem(source)[1], filesystem(target)[1])
+                moved.append(target)
+            crc = f"{info['crc32c']:08x}"
+            name = final.rsplit("/", 1)[-1]
+            shards.append(ShardInfo(name, info["records"], info["bytes"], crc))
+    except BaseException:
+        for path in moved:
+            remove(path, options)
+        raise
+    return shards
+
+
 def _plan_shards(
     total_bytes: int, num_shards: int | None, max_bytes: int, hosts: int | None
 ) -> int:
@@ -187,7 +268,8 @@ def _plan_shards(
 def _write_remote(
     url_prefix: str, data: Any, kwargs: dict[str, Any], options: StorageOptions
 ) -> Manifest:
-    """Writes the dataset locally, then uploads the shards and, last, the manifest.
+    """Writes the dataset to a URL prefix: each shard uploaded under a temporary name as
+    it is finished, all moved to their final names at the end, the manifest last.
 
     Object stores cannot rename, so a writer first claims the prefix with an exclusive
     create of ``{prefix}.writing`` (S3's conditional put): of two writers racing for one
@@ -196,57 +278,103 @@ def _write_remote(
     without ``overwrite``. A dataset is complete once its manifest exists; a killed writer
     leaves its claim, which ``overwrite=True`` (or removing it) clears.
     """
-    import json
-    import socket
     import tempfile
 
-    fs, path = filesystem(url_prefix, "writing to", options)
     overwrite = kwargs["overwrite"]
-    claim = url_prefix + CLAIM_SUFFIX
-    stem = path.rsplit("/", 1)[-1]
-    with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
-        note = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
-        try:
-            write_file(claim, note, options, replace=overwrite)
-        except FileExistsError:
+    directory = url_prefix[: url_prefix.rfind("/") + 1]
+    claim(url_prefix, options, overwrite)
+    try:
+        previous = existing_remote(url_prefix, options)
+        if previous and not overwrite:
             raise FileExistsError(
                 errno.EEXIST,
-                "another writer is writing a dataset here (if it was killed, remove this "
-                "claim or pass overwrite=True)",
-                claim,
-            ) from None
-        try:
-            previous = sorted(fs.glob(f"{path}{SHARD_GLOB}"))
-            previous += [p for p in (manifest_path(path),) if fs.exists(p)]
-            if previous and not overwrite:
-                raise FileExistsError(
-                    errno.EEXIST,
-                    "a dataset already exists here; pass overwrite=True to replace it",
-                    as_url(url_prefix, previous[0]),
-                )
-            manifest = write_dataset(data, os.path.join(local, stem), **kwargs)
-            names = [s.file for s in manifest.shards]
-            sidecars = [n + ext for n in names for ext in (".idx", ".gzi")]
-            uploads = [n for n in names + sidecars if os.path.exists(os.path.join(local, n))]
-            directory = url_prefix[: len(url_prefix) - len(stem)]
-            for name in uploads:
-                upload(os.path.join(local, name), directory + name, storage_options=options)
-            upload(
-                manifest.path,
-                manifest_path(url_prefix),
-                replace=overwrite,
-                storage_options=options,
+                "a dataset already exists here; pass overwrite=True to replace it",
+                previous[0],
             )
-            kept = {f"{path[: len(path) - len(stem)]}{n}" for n in uploads}
-            kept.add(manifest_path(path))
-            for stale in previous:
-                if stale not in kept:
-                    fs.rm_file(stale)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                fs.rm_file(path + CLAIM_SUFFIX)
-    manifest.path = manifest_path(url_prefix)
+        with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
+            shards = _RemoteShards(
+                url_prefix,
+                local,
+                kwargs["compression"],
+                kwargs["index"],
+                kwargs["member_bytes"],
+                options,
+            )
+            try:
+                infos, out_schema = _write_all(data, shards, kwargs)
+                committed = shards.commit(infos, replace=True)
+            except BaseException:
+                shards.abort()
+                raise
+        manifest = _manifest(url_prefix, committed, kwargs, out_schema)
+        manifest.save(replace=overwrite, storage_options=options)
+        kept = {directory + s.file for s in committed}
+        kept |= {index_sidecar(f, kwargs["compression"]) for f in kept if kwargs["index"]}
+        kept.add(manifest.path)
+        for stale in previous:
+            if stale not in kept:
+                remove(stale, options)
+    finally:
+        remove(url_prefix + CLAIM_SUFFIX, options)
     return manifest
+
+
+def existing_remote(url_prefix: str, options: StorageOptions) -> list[str]:
+    """The URLs of the shards and manifest of a dataset at ``url_prefix``."""
+    fs, path = filesystem(url_prefix, "writing to", options)
+    found = sorted(fs.glob(f"{path}{SHARD_GLOB}"))
+    found += [p for p in (manifest_path(path),) if fs.exists(p)]
+    directory = url_prefix[: len(url_prefix) - len(path.rsplit("/", 1)[-1])]
+    return [directory + p.rsplit("/", 1)[-1] for p in found]
+
+
+def claim(url_prefix: str, options: StorageOptions, overwrite: bool) -> None:
+    """Claims a URL prefix for one writer, by an exclusive create of ``{prefix}.writing``
+    (a note of who holds it): ``FileExistsError`` when another writer holds it, unless
+    ``overwrite`` (which clears a claim a killed writer left)."""
+    import json
+    import socket
+
+    note = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
+    try:
+        write_file(url_prefix + CLAIM_SUFFIX, note, options, replace=overwrite)
+    except FileExistsError:
+        raise FileExistsError(
+            errno.EEXIST,
+            "another writer is writing a dataset here (if it was killed, remove this "
+            "claim or pass overwrite=True)",
+            url_prefix + CLAIM_SUFFIX,
+        ) from None
+
+
+def _manifest(
+    prefix: str, shards: list[ShardInfo], kwargs: dict[str, Any], schema: Schema | None
+) -> Manifest:
+    return Manifest(
+        prefix=prefix.replace(os.sep, "/").rsplit("/", 1)[-1],
+        shards=shards,
+        compression=kwargs["compression"],
+        schema=schema,
+        index=kwargs["index"],
+        path=manifest_path(prefix),
+    )
+
+
+def _write_all(data: Any, shards: _Shards, kwargs: dict[str, Any]) -> tuple[list[Any], Any]:
+    """Writes ``data`` (any kind ``write_dataset`` takes) to ``shards``: the finished
+    shards' infos, in order, and the schema of what was written (when known)."""
+    data = _arrow_source(data)
+    common = (
+        kwargs["schema"],
+        kwargs["num_shards"],
+        kwargs["max_shard_bytes"],
+        kwargs["hosts"],
+    )
+    if _is_arrow_stream(data):
+        return _write_arrow_stream(data, shards, *common, kwargs["progress"])
+    if _is_table(data):
+        return _write_table(data, shards, *common, kwargs["workers"], kwargs["progress"])
+    return _write_stream(data, shards, *common, kwargs["progress"])
 
 
 def write_dataset(
@@ -284,10 +412,11 @@ def write_dataset(
     Every shard is written under a temporary name and renamed only when all are complete
     and synced; any error (disk full, Ctrl-C) removes the temporaries and leaves no final
     file. An existing dataset at ``prefix`` is refused unless ``overwrite=True``. A URL
-    prefix (``s3://``, ``gs://``, ``memory://``, any fsspec filesystem) is written locally
-    first and uploaded, the manifest last: there, a dataset is complete once its manifest
-    exists, since object stores cannot rename atomically; ``storage_options`` (credentials,
-    an endpoint) go to its filesystem.
+    prefix (``s3://``, ``gs://``, ``memory://``, any fsspec filesystem) gets each shard
+    uploaded under a temporary name as soon as it is written (local disk holds only the
+    shards in progress), moved to its final name at the end, and the manifest last: there,
+    a dataset is complete once its manifest exists, since object stores cannot rename
+    atomically; ``storage_options`` (credentials, an endpoint) go to its filesystem.
     ``index=True`` writes ``.idx`` sidecars for uncompressed shards; with
     ``compression="gzip", seekable=True`` shards are written as gzip members of whole records
     (ordinary GZIP to TensorFlow) indexed by ``.gzi`` sidecars, for random access. Returns
@@ -301,20 +430,21 @@ def write_dataset(
     prefix = os.fspath(prefix)
     if compression not in (None, "gzip", "zlib"):
         raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
-    max_bytes = parse_size(max_shard_bytes)
+    if seekable and compression != "gzip":
+        raise ValueError('seekable=True needs compression="gzip"')
+    kwargs = {
+        "num_shards": num_shards,
+        "max_shard_bytes": parse_size(max_shard_bytes),
+        "hosts": hosts,
+        "compression": compression,
+        "schema": schema,
+        "workers": workers,
+        "index": bool(index) and (compression is None or seekable),
+        "member_bytes": SEEKABLE_MEMBER_BYTES if seekable else None,
+        "overwrite": overwrite,
+        "progress": progress,
+    }
     if is_url(prefix):
-        kwargs = {
-            "num_shards": num_shards,
-            "max_shard_bytes": max_bytes,
-            "hosts": hosts,
-            "compression": compression,
-            "schema": schema,
-            "workers": workers,
-            "index": index,
-            "overwrite": overwrite,
-            "progress": progress,
-            "seekable": seekable,
-        }
         return _write_remote(prefix, data, kwargs, storage_options)
     directory = os.path.dirname(os.path.abspath(prefix))
     os.makedirs(directory, exist_ok=True)
@@ -325,37 +455,15 @@ def write_dataset(
             "a dataset already exists here; pass overwrite=True to replace it",
             previous[0],
         )
-    if seekable and compression != "gzip":
-        raise ValueError('seekable=True needs compression="gzip"')
-    index = bool(index) and (compression is None or seekable)
-    member_bytes = SEEKABLE_MEMBER_BYTES if seekable else None
-    shards = _Shards(prefix, compression, index, member_bytes)
-    data = _arrow_source(data)
+    index = kwargs["index"]
+    shards = _Shards(prefix, compression, index, kwargs["member_bytes"])
     try:
-        if _is_arrow_stream(data):
-            infos, out_schema = _write_arrow_stream(
-                data, shards, schema, num_shards, max_bytes, hosts, progress
-            )
-        elif _is_table(data):
-            infos, out_schema = _write_table(
-                data, shards, schema, num_shards, max_bytes, hosts, workers, progress
-            )
-        else:
-            infos, out_schema = _write_stream(
-                data, shards, schema, num_shards, max_bytes, hosts, progress
-            )
+        infos, out_schema = _write_all(data, shards, kwargs)
         committed = shards.commit(infos, replace=overwrite)
     except BaseException:
         shards.abort()
         raise
-    manifest = Manifest(
-        prefix=os.path.basename(prefix),
-        shards=committed,
-        compression=compression,
-        schema=out_schema,
-        index=index,
-        path=manifest_path(prefix),
-    )
+    manifest = _manifest(prefix, committed, kwargs, out_schema)
     files = set(manifest.files)
     if index:
         files |= {index_sidecar(p, compression) for p in files}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import fsspec
@@ -67,4 +68,56 @@ def test_failed_remote_write_uploads_nothing(bucket):
 
     with pytest.raises(KeyboardInterrupt):
         tfr.write_dataset(rows(), f"memory://{root}/ds/y", num_shards=2, progress=False)
+    assert not fs.exists(f"{root}/ds") or fs.ls(f"{root}/ds") == []
+
+
+def test_remote_shards_are_uploaded_as_they_finish(bucket, tmp_path, monkeypatch):
+    import tempfile
+
+    from tfrecordkit import writer
+
+    fs, root = bucket
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(stage))
+    staged: list[int] = []
+    upload = writer.upload
+
+    def spy(local, url, **kwargs):
+        # Local disk holds the shard being uploaded (and its sidecar), never the dataset.
+        staged.append(sum(len(files) for _, _, files in os.walk(stage)))
+        return upload(local, url, **kwargs)
+
+    monkeypatch.setattr(writer, "upload", spy)
+    cols = {"i": np.arange(8000), "pad": [b"x" * 100] * 8000}
+    m = tfr.write_dataset(cols, f"memory://{root}/ds/t", num_shards=8, workers=1, progress=False)
+    assert m.records == 8000 and len(m.shards) == 8
+    assert len(staged) == 16 and max(staged) <= 2
+    names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls(f"{root}/ds", detail=False))
+    assert all(".part-" not in n for n in names) and len(names) == 17
+    assert not os.listdir(stage)
+
+
+class Sized:
+    """A sized iterable of rows that fails after ``fail_at`` of them."""
+
+    def __init__(self, n: int, fail_at: int) -> None:
+        self.n, self.fail_at = n, fail_at
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        for i in range(self.n):
+            if i == self.fail_at:
+                raise RuntimeError("the source failed")
+            yield {"i": i}
+
+
+def test_a_remote_write_failing_after_uploads_leaves_nothing(bucket):
+    fs, root = bucket
+    with pytest.raises(RuntimeError, match="the source failed"):
+        tfr.write_dataset(
+            Sized(400, fail_at=250), f"memory://{root}/ds/z", num_shards=4, progress=False
+        )
     assert not fs.exists(f"{root}/ds") or fs.ls(f"{root}/ds") == []
