@@ -229,6 +229,10 @@ def commit_remote_shards(
     """Moves uploaded shards (and their sidecars) to ``{url_prefix}-SSSSS-of-NNNNN``
     names, in order; if a move fails, the shards already moved are removed again."""
     fs, _ = filesystem(url_prefix, "writing to", options)
+
+    def inner(url: str) -> str:
+        return filesystem(url, "writing to", options)[1]
+
     n = len(infos)
     shards: list[ShardInfo] = []
     moved: list[str] = []
@@ -239,7 +243,7 @@ def commit_remote_shards(
             if info["index"]:
                 pairs.append((info["index"], index_sidecar(final, compression)))
             for source, target in pairs:
-                fs.mv(filesystem(source)[1], filesystem(target)[1])
+                fs.mv(inner(source), inner(target))
                 moved.append(target)
             crc = f"{info['crc32c']:08x}"
             name = final.rsplit("/", 1)[-1]
