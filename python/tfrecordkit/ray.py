@@ -118,7 +118,7 @@ def _read_files(
         yield pa.Table.from_batches([batch])
 
 
-class _Source(Datasource):  # type: ignore[misc]
+class _Source(Datasource):
     def __init__(
         self,
         files: list[str],
@@ -140,15 +140,15 @@ class _Source(Datasource):  # type: ignore[misc]
         return sum(self.sizes)
 
     def get_read_tasks(
-        self, parallelism: int, per_task_row_limit: int | None = None, **_: Any
-    ) -> list[Any]:
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
         groups = _balanced(self.files, self.sizes, max(1, min(parallelism, len(self.files))))
         tasks = []
         for group in groups:
             metadata = BlockMetadata(
                 num_rows=None,
                 size_bytes=sum(self.sizes[i] for i in group),
-                input_files=[self.files[i] for i in group],
+                input_files=tuple(self.files[i] for i in group),
                 exec_stats=None,
             )
             files = [self.files[i] for i in group]
@@ -175,7 +175,7 @@ def _balanced(files: list[str], sizes: list[int], n: int) -> list[list[int]]:
     return [sorted(g) for g in groups if g]
 
 
-class Sink(Datasink):  # type: ignore[misc]
+class Sink(Datasink):
     """Writes a ``ray.data.Dataset`` as TFRecord shards ``{prefix}-SSSSS-of-NNNNN.tfrecord``
     and a manifest, the layout :func:`tfrecordkit.write_dataset` writes: one shard per
     write task, with rows encoded natively from Arrow blocks (columns become features as

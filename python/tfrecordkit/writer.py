@@ -436,7 +436,7 @@ def write_dataset(
         raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
     if seekable and compression != "gzip":
         raise ValueError('seekable=True needs compression="gzip"')
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "num_shards": num_shards,
         "max_shard_bytes": parse_size(max_shard_bytes),
         "hosts": hosts,
