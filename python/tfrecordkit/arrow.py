@@ -39,6 +39,7 @@ from .schema import (
     VarLen,
     _as_schema,
     ragged_levels,
+    sparse_entries,
 )
 from .sequence import _list_columns, _ragged_steps, as_sequence_schema
 
@@ -235,14 +236,7 @@ def _element_splits(key: str, spec: FixedLenSequence, splits: np.ndarray) -> np.
 
 def _sparse(pa: Any, key: str, spec: SparseFeature, index: list[Any], value: Any) -> Any:
     values, _, value_splits = value
-    indices, order, _ = _core.sparse_layout(
-        key,
-        [(v, splits) for v, _, splits in index],
-        list(spec.index_key),
-        value_splits,
-        list(spec.size),
-        spec.already_sorted,
-    )
+    indices, order, _ = sparse_entries(key, spec, index, value_splits)
     leaf = values_array(pa, values)
     if len(order) and not np.array_equal(order, np.arange(len(order))):
         leaf = leaf.take(pa.array(order))

@@ -566,16 +566,18 @@ def _columns(specs: Mapping[str, Spec]) -> dict[str, Spec]:
     return columns
 
 
+def sparse_entries(key: str, spec: SparseFeature, index: list[Any], value_splits: Any) -> Any:
+    """``(indices, order, dense_shape)`` of a batch of ``spec``: every entry's coordinates
+    (batch row first), the order that sorts the parsed values into them, and the shape."""
+    index_columns = [(v, splits) for v, _, splits in index]
+    return _core.sparse_layout(
+        key, index_columns, list(spec.index_key), value_splits, list(spec.size), spec.already_sorted
+    )
+
+
 def _sparse(key: str, spec: SparseFeature, index: list[Any], value: Any) -> Sparse:
     values, _, value_splits = value
-    indices, order, dense_shape = _core.sparse_layout(
-        key,
-        [(v, splits) for v, _, splits in index],
-        list(spec.index_key),
-        value_splits,
-        list(spec.size),
-        spec.already_sorted,
-    )
+    indices, order, dense_shape = sparse_entries(key, spec, index, value_splits)
     return Sparse(indices, values[order], tuple(dense_shape))
 
 

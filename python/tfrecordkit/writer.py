@@ -304,12 +304,7 @@ def _write_remote(
                 kwargs["member_bytes"],
                 options,
             )
-            try:
-                infos, out_schema = _write_all(data, shards, kwargs)
-                committed = shards.commit(infos, replace=True)
-            except BaseException:
-                shards.abort()
-                raise
+            committed, out_schema = _written(data, shards, kwargs, replace=True)
         manifest = _manifest(url_prefix, committed, kwargs, out_schema)
         manifest.save(replace=overwrite, storage_options=options)
         kept = {directory + s.file for s in committed}
@@ -362,6 +357,19 @@ def _manifest(
         index=kwargs["index"],
         path=manifest_path(prefix),
     )
+
+
+def _written(
+    data: Any, shards: _Shards, kwargs: dict[str, Any], replace: bool
+) -> tuple[list[ShardInfo], Any]:
+    """Writes ``data`` to ``shards`` and gives them their final names: the committed
+    shards and the schema written. Any error (Ctrl-C included) removes every shard."""
+    try:
+        infos, schema = _write_all(data, shards, kwargs)
+        return shards.commit(infos, replace=replace), schema
+    except BaseException:
+        shards.abort()
+        raise
 
 
 def _write_all(data: Any, shards: _Shards, kwargs: dict[str, Any]) -> tuple[list[Any], Any]:
@@ -461,12 +469,7 @@ def write_dataset(
         )
     index = kwargs["index"]
     shards = _Shards(prefix, compression, index, kwargs["member_bytes"])
-    try:
-        infos, out_schema = _write_all(data, shards, kwargs)
-        committed = shards.commit(infos, replace=overwrite)
-    except BaseException:
-        shards.abort()
-        raise
+    committed, out_schema = _written(data, shards, kwargs, replace=overwrite)
     manifest = _manifest(prefix, committed, kwargs, out_schema)
     files = set(manifest.files)
     if index:
