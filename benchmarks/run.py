@@ -1087,26 +1087,15 @@ def main() -> None:
     t_arrow, n_arrow = best_of(our_read_arrow(tutorial), rep)
     t_in_ray, n_in_ray = best_of(ray_read(tutorial, ours=True), rep)
     assert n_ray == n_arrow == n_in_ray, (n_ray, n_arrow, n_in_ray)
-    report(
-        Row(
-            "to Arrow: read_arrow vs ray.data.read_tfrecords, tutorial schema",
-            "Examples/s",
-            n_arrow / t_arrow,
-            n_ray / t_ray,
-            "Ray Data",
-            ">= 2x",
-        )
-    )
-    report(
-        Row(
+    for path, t, n in (
+        ("to Arrow: read_arrow vs ray.data.read_tfrecords, tutorial schema", t_arrow, n_arrow),
+        (
             "Ray Data read, materialized: tfr.ray.read vs ray.data.read_tfrecords",
-            "Examples/s",
-            n_in_ray / t_in_ray,
-            n_ray / t_ray,
-            "Ray Data",
-            ">= 2x",
-        )
-    )
+            t_in_ray,
+            n_in_ray,
+        ),
+    ):
+        report(Row(path, "Examples/s", n / t, n_ray / t_ray, "Ray Data", ">= 2x"))
     import ray
 
     ray.shutdown()
