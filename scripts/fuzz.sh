@@ -2,8 +2,11 @@
 # Runs every fuzz target of the core for SECONDS each (default 30), starting from seed
 # files written by TensorFlow and by tfrecordkit (crates/core/fuzz/seeds). A crash fails
 # the run and leaves its input under crates/core/fuzz/artifacts/; turn it into a test.
+# Then fuzzes the Python loaders of sidecars (manifests, schema.json, TFDS metadata) with
+# arbitrary JSON for as long, with the installed package ($VENV, .venv by default).
 set -euo pipefail
-cd "$(dirname "$0")/../crates/core"
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root/crates/core"
 seconds=${1:-${FUZZ_SECONDS:-30}}
 
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --quiet
@@ -24,3 +27,7 @@ for target in $(cargo fuzz list); do
     echo "fuzz target $target: ${runs:-?} runs in ${seconds}s, clean"
     rm -f "$log"
 done
+
+venv=${VENV:-.venv}
+[[ $venv = /* ]] || venv=$root/$venv
+"$venv/bin/python" -W error "$root/scripts/fuzz_sidecars.py" --seconds "$seconds"

@@ -10,6 +10,7 @@ import sys as _sys
 
 from . import errors, image, tfds
 from ._core import __version__
+from ._guess import SchemaGuess
 from ._paths import expand_paths
 from .arrow import read_arrow, read_table
 from .conversion import ConversionSummary, convert, load, register_pandas_accessor
@@ -26,11 +27,14 @@ from .errors import (
     DataLossWarning,
     ExampleDecodeError,
     ImageDecodeError,
+    InternalError,
     NotTFRecordError,
     SchemaError,
+    SidecarError,
     SidecarSkippedWarning,
     TFRecordError,
     TruncatedRecordError,
+    UnsafePathError,
 )
 from .example import (
     decode_example,
@@ -57,7 +61,6 @@ from .schema import (
     Ragged,
     RaggedFeature,
     Schema,
-    SchemaGuess,
     Sparse,
     SparseFeature,
     VarLen,
@@ -86,6 +89,7 @@ __all__ = [
     "INFINITE_CARDINALITY",
     "ImageDecodeError",
     "IndexedDataset",
+    "InternalError",
     "Manifest",
     "NotTFRecordError",
     "Ragged",
@@ -97,12 +101,14 @@ __all__ = [
     "SchemaError",
     "SchemaGuess",
     "ShardInfo",
+    "SidecarError",
     "SidecarSkippedWarning",
     "Sparse",
     "SparseFeature",
     "TFRecordError",
     "TruncatedRecordError",
     "UNKNOWN_CARDINALITY",
+    "UnsafePathError",
     "VarLen",
     "__version__",
     "build_index",

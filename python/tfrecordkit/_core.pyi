@@ -7,6 +7,9 @@ from typing import Any, final
 import numpy as np
 
 __all__ = [
+    "MAX_FILL",
+    "MAX_PIXELS",
+    "MAX_VALUES",
     "CompiledSchema",
     "FileOrder",
     "ImageSpec",
@@ -48,7 +51,11 @@ __all__ = [
     "__version__",
 ]
 __version__: str
+MAX_VALUES: int
+MAX_FILL: int
+MAX_PIXELS: int
 
+def _selftest_panic(message: str) -> None: ...
 def encode_example(features: Mapping[str, Any]) -> bytes: ...
 def decode_example(data: bytes) -> dict[str, Any]: ...
 def encode_sequence_example(context: Any, feature_lists: Any) -> bytes: ...
@@ -60,7 +67,7 @@ def parse_feature_lists(
     records: list[bytes], wanted: list[tuple[str, str]]
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]: ...
 def pad_steps(
-    values: np.ndarray, steps: np.ndarray, step_values: np.ndarray, stride: int, pad: Any
+    key: str, values: np.ndarray, steps: np.ndarray, step_values: np.ndarray, stride: int, pad: Any
 ) -> np.ndarray: ...
 def sparse_layout(
     key: str,

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import glob as _glob
+import ntpath
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .errors import SidecarSkippedWarning
+from .errors import SidecarSkippedWarning, UnsafePathError
 
 PathLike = str | os.PathLike[str]
 Paths = PathLike | Sequence[PathLike]
@@ -53,6 +54,69 @@ def is_sidecar(path: str) -> bool:
     """Whether ``path`` is a file written beside the data (an index sidecar, a manifest,
     ``convert``'s side files), never a TFRecord file."""
     return path.endswith(SIDECAR_SUFFIXES) or os.path.basename(path) in SIDECAR_NAMES
+
+
+def join(directory: str, name: str) -> str:
+    """``name`` inside ``directory``, a local directory or a URL prefix."""
+    if is_url(directory):
+        return f"{directory.rstrip('/')}/{name}"
+    return os.path.join(directory, name)
+
+
+def dirname(path: str) -> str:
+    """The directory (or URL prefix) of a local path or a URL."""
+    return path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path)
+
+
+def basename(path: str) -> str:
+    """The last part of a local path or a URL."""
+    return path.rsplit("/", 1)[-1] if is_url(path) else os.path.basename(path)
+
+
+def quote(text: str, limit: int = 32) -> str:
+    """``text`` for an error message when a file supplied it: at most ``limit``
+    characters, escaped to printable ASCII (``repr``'s escapes), ``...`` when cut."""
+    shown = ascii(text[:limit])
+    return shown + "..." if len(text) > limit else shown
+
+
+def _unsafe(name: str) -> str | None:
+    """Why ``name`` is not a plain file name, or None when it is one."""
+    if not name:
+        return "it is empty"
+    if name in (".", ".."):
+        return "it names a directory"
+    if "://" in name:
+        return "it is a URL"
+    if "/" in name or "\\" in name:
+        return "it contains a path separator"
+    if ntpath.splitdrive(name)[0]:
+        return "it names a drive"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "it contains a control character"
+    return None
+
+
+def contained(directory: str, name: Any, *, sidecar: str, entry: str) -> str:
+    """The path of ``name``, a file that the sidecar ``sidecar`` names as ``entry``, inside
+    ``directory`` (the dataset's own directory or URL prefix). Data is never instructions:
+    a name with a path separator or ``..``, an absolute path, a drive, a URL, anything but
+    a plain file name, raises :class:`UnsafePathError` before anything is opened.
+
+    >>> contained("s3://bucket/data", "../other/x.tfrecord", sidecar="m.json", entry="shard 0")
+    Traceback (most recent call last):
+    ...
+    tfrecordkit.errors.UnsafePathError: shard 0 names '../other/x.tfrecord', ... (m.json)
+    """
+    why = "it is not a string" if not isinstance(name, str) else _unsafe(name)
+    if why is not None:
+        shown = quote(name) if isinstance(name, str) else type(name).__name__
+        raise UnsafePathError(
+            f"{entry} names {shown}, which is not a plain file name in the "
+            f"dataset's own directory ({why}); nothing was opened",
+            path=sidecar,
+        )
+    return join(directory, name)
 
 
 def _items(paths: Paths) -> list[str]:

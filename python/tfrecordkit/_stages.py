@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import pickle
 import queue
 import threading
 from collections import deque
@@ -21,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
-from ._paths import atomic_write
+from . import _core, _elements
+from .errors import DataLossError
 from .image import ImageOptions, decode_seeded
+from .records import RecordWriter, read_records
 from .schema import Ragged, Schema, parse_examples
 from .sequence import _row, parse_sequence_example
 
@@ -44,7 +44,9 @@ def cpus() -> int:
 
 class CacheStore:
     """The cache of one ``cache()`` stage, shared by every iteration of the pipeline: the
-    native engine's record cache, or the elements of the first pass of Python stages."""
+    native engine's record cache, or the elements of the first pass of Python stages. In a
+    file, either is a TFRecord file: records, or elements as :mod:`._elements` writes them
+    (data only: a file planted at ``filename`` can fail to load, never run code)."""
 
     def __init__(self, filename: str | None) -> None:
         self.filename = filename
@@ -62,7 +64,7 @@ class CacheStore:
         if self.elements is not None:
             return iter(self.elements)
         if self.filename is not None and os.path.exists(self.filename):
-            return _read_pickles(self.filename)
+            return _read_elements(self.filename)
         return self._fill(it)
 
     def _fill(self, it: Iterator[Pair]) -> Iterator[Pair]:
@@ -73,19 +75,22 @@ class CacheStore:
                 yield x
             self.elements = kept
             return
-        with atomic_write(self.filename, "wb") as f:
+        # The file takes its name once the pass is complete; a pass left early, or an
+        # element the format cannot hold, leaves nothing behind.
+        with RecordWriter(self.filename) as w:
             for x in it:
-                pickle.dump(x, f, protocol=pickle.HIGHEST_PROTOCOL)
+                w.write(_elements.encode_pair(*x))
                 yield x
 
 
-def _read_pickles(path: str) -> Iterator[Pair]:
-    with open(path, "rb") as f:
-        while True:
-            try:
-                yield pickle.load(f)
-            except EOFError:
-                return
+def _read_elements(path: str) -> Iterator[Pair]:
+    for i, record in enumerate(read_records(path, compression=None)):
+        try:
+            yield _elements.decode(record)
+        except ValueError as err:
+            raise DataLossError(
+                f"not a cache file of pipeline elements: {err}", path=path, record_index=i
+            ) from None
 
 
 def repeat(

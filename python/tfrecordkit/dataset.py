@@ -255,7 +255,13 @@ class Dataset:
 
     def cache(self, filename: str | None = None) -> Dataset:
         """Keeps the elements of the first complete pass, in memory or in ``filename`` (a
-        TFRecord file, reused by later runs while it exists); later passes replay them."""
+        TFRecord file, reused by later runs while it exists); later passes replay them.
+
+        The file holds records, or after a ``map`` the elements in a data-only format
+        (never pickle: a file found at ``filename`` is read as data, and one that is not a
+        cache raises a ``DataLossError``). It holds dicts, tuples, lists, NumPy arrays and
+        scalars, bytes, str, numbers, ``Ragged`` and ``Sparse``; an element of another type
+        raises ``TypeError`` when the file is written; cache it without a ``filename``."""
         return self._then(Cache(filename, _stages.CacheStore(filename)))
 
     def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:

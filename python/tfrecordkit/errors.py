@@ -18,11 +18,14 @@ __all__ = [
     "DataLossWarning",
     "ExampleDecodeError",
     "ImageDecodeError",
+    "InternalError",
     "NotTFRecordError",
     "SchemaError",
+    "SidecarError",
     "SidecarSkippedWarning",
     "TFRecordError",
     "TruncatedRecordError",
+    "UnsafePathError",
 ]
 
 
@@ -96,6 +99,23 @@ class SchemaError(TFRecordError, ValueError):
 
 class ImageDecodeError(TFRecordError, ValueError):
     """Bytes that are not a decodable JPEG, PNG or WebP image (or decode too large)."""
+
+
+class SidecarError(TFRecordError, ValueError):
+    """A file beside the data (a dataset manifest, ``schema.json``, TFDS's
+    ``dataset_info.json`` / ``features.json``) is not what it should be: not JSON, a field
+    missing or of the wrong type. ``path`` names the sidecar."""
+
+
+class UnsafePathError(SidecarError):
+    """A sidecar names a file outside its own dataset: a name with a path separator or
+    ``..``, an absolute path, a URL or another bucket. A dataset's sidecars may only name
+    plain files in its own directory (or URL prefix); nothing is opened."""
+
+
+class InternalError(TFRecordError, RuntimeError):
+    """A bug in tfrecordkit's native core (a Rust panic), caught at the call that hit it
+    and named in the message; please report it with the input that caused it."""
 
 
 class DataLossWarning(UserWarning):

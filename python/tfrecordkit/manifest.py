@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import _core
-from ._paths import StorageOptions, read_bytes, write_file
+from ._paths import StorageOptions, contained, dirname, quote, read_bytes, write_file
+from .errors import SidecarError
 from .schema import Schema
 
 __all__ = ["SHARD_RE", "Manifest", "ShardInfo", "manifest_path", "shard_name"]
@@ -61,6 +62,22 @@ class ShardInfo:
     crc32c: str
 
 
+def _shard_info(path: str, i: int, s: Any) -> ShardInfo:
+    """One shard entry of a manifest, its fields checked."""
+    if not isinstance(s, Mapping):
+        raise SidecarError(f"shard {i} is not a JSON object", path=path or None)
+    file, crc = s.get("file"), s.get("crc32c", "")
+    counts = [s.get("records"), s.get("bytes")]
+    if not isinstance(file, str) or not isinstance(crc, str):
+        raise SidecarError(f"shard {i} needs a file name and a crc32c string", path=path or None)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63 for n in counts):
+        raise SidecarError(
+            f"shard {i} needs whole, non-negative records and bytes counts",
+            path=path or None,
+        )
+    return ShardInfo(file, counts[0], counts[1], crc)
+
+
 @dataclass
 class Manifest:
     """What :func:`write_dataset` wrote: ``{prefix}.manifest.json`` beside the shards."""
@@ -83,9 +100,14 @@ class Manifest:
 
     @property
     def files(self) -> list[str]:
-        """The shards' paths, in order."""
-        directory = os.path.dirname(self.path)
-        return [os.path.join(directory, s.file) for s in self.shards]
+        """The shards' paths, in order: each a plain file beside the manifest (see
+        :func:`from_dict`)."""
+        directory = dirname(self.path)
+        where = self.path or "manifest"
+        return [
+            contained(directory, s.file, sidecar=where, entry=f"shard {i}")
+            for i, s in enumerate(self.shards)
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,17 +123,41 @@ class Manifest:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> Manifest:
-        if d.get("format") != MANIFEST_FORMAT:
-            raise ValueError(f"{path or 'manifest'}: not a {MANIFEST_FORMAT} manifest")
+    def from_dict(cls, d: Any, path: str = "") -> Manifest:
+        """A manifest from its JSON form, every field checked: anything malformed is a
+        :class:`SidecarError`, a shard named outside the manifest's directory an
+        :class:`UnsafePathError` (a manifest names plain files beside itself), a bad
+        schema a :class:`SchemaError`; all before any shard is opened."""
+        where = path or "manifest"
+        if not isinstance(d, Mapping) or d.get("format") != MANIFEST_FORMAT:
+            raise SidecarError(f"not a {MANIFEST_FORMAT} manifest", path=path or None)
+        compression = d.get("compression")
+        known = compression is None or (isinstance(compression, str) and compression in _EXT)
+        if not known:
+            raise SidecarError(
+                f"compression {quote(str(compression))} is not gzip, zlib or null",
+                path=path or None,
+            )
+        shards = d.get("shards")
+        if not isinstance(shards, list):
+            raise SidecarError("no list of shards", path=path or None)
+        infos = [_shard_info(path, i, s) for i, s in enumerate(shards)]
+        directory = dirname(path)
+        for i, info in enumerate(infos):
+            contained(directory, info.file, sidecar=where, entry=f"shard {i}")
         schema = d.get("schema")
+        if schema is not None and not isinstance(schema, Mapping):
+            raise SidecarError("the schema is not a JSON object", path=path or None)
+        prefix, version = d.get("prefix", ""), d.get("version", "?")
+        if not isinstance(prefix, str) or not isinstance(version, str):
+            raise SidecarError("prefix and version are strings", path=path or None)
         return cls(
-            prefix=d["prefix"],
-            shards=[ShardInfo(**s) for s in d["shards"]],
-            compression=d.get("compression"),
+            prefix=prefix,
+            shards=infos,
+            compression=compression,
             schema=None if schema is None else Schema.from_dict(schema),
             index=bool(d.get("index", False)),
-            version=d.get("version", "?"),
+            version=version,
             path=path,
         )
 
@@ -128,7 +174,12 @@ class Manifest:
         path = os.fspath(path)
         if not path.endswith(".manifest.json"):
             path += ".manifest.json"
-        return cls.from_dict(json.loads(read_bytes(path, storage_options)), path)
+        data = read_bytes(path, storage_options)
+        try:
+            d = json.loads(data)
+        except ValueError as err:  # bad JSON or bad UTF-8
+            raise SidecarError(f"not JSON ({type(err).__name__})", path=path) from None
+        return cls.from_dict(d, path)
 
     def save(self, *, replace: bool = True, storage_options: StorageOptions = None) -> None:
         """Writes the manifest to :attr:`path` (a path or a URL) whole, atomically. Without

@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from . import _core
+from ._guess import SchemaGuess
 from ._paths import (
     PathLike,
     Paths,
@@ -24,7 +25,7 @@ from .errors import TFRecordError
 from .example import decode_sequence_example
 from .manifest import SHARD_RE, Manifest, manifest_path
 from .reports import ReadReport
-from .schema import Schema, SchemaGuess, _as_schema
+from .schema import Schema, _as_schema
 from .sequence import SequenceGuess
 from .table import as_table
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -20,7 +21,6 @@ __all__ = [
     "Ragged",
     "RaggedFeature",
     "Schema",
-    "SchemaGuess",
     "Sparse",
     "SparseFeature",
     "VarLen",
@@ -76,7 +76,7 @@ def _shape(shape: Any) -> tuple[int | None, ...]:
         elif isinstance(d, (int, np.integer)) and not isinstance(d, bool):
             dims.append(int(d))
         else:
-            raise ValueError(f"shape {shape!r}: dimensions are ints (or None), not {d!r}")
+            raise SchemaError(f"shape {shape!r}: dimensions are ints (or None), not {d!r}")
     return tuple(dims)
 
 
@@ -85,9 +85,16 @@ def _flat_default(default: Any, dtype: str) -> tuple[Any, ...] | None:
         return None
     if dtype == "bytes":
         items = np.asarray(default, dtype=object).ravel().tolist()
+        for v in items:
+            if not isinstance(v, (str, bytes, bytearray, memoryview)):
+                raise SchemaError(f"a bytes default holds bytes or str, not {type(v).__name__}")
         return tuple(v.encode() if isinstance(v, str) else bytes(v) for v in items)
     np_type = np.int64 if dtype == "int64" else np.float32
-    return tuple(np.asarray(default, dtype=np_type).ravel().tolist())
+    try:
+        with np.errstate(over="raise"):
+            return tuple(np.asarray(default, dtype=np_type).ravel().tolist())
+    except FloatingPointError:
+        raise SchemaError(f"a default of {default!r:.40} is out of the {dtype} range") from None
 
 
 @dataclass(frozen=True)
@@ -109,14 +116,14 @@ class FixedLen:
 
     def _check(self, key: str) -> None:
         if self.shape and self.shape[0] is None:
-            raise ValueError(
+            raise SchemaError(
                 f"feature {key!r}: the first dimension of shape {self.shape} is unknown; "
                 "use FixedLenSequence for a variable number of rows"
             )
         _known(key, "FixedLen", self.shape)
-        n = int(np.prod(self.shape, dtype=np.int64))
+        n = math.prod(self.shape)
         if self.default is not None and len(self.default) not in (1, n):
-            raise ValueError(
+            raise SchemaError(
                 f"feature {key!r}: default has {len(self.default)} values; shape "
                 f"{self.shape} needs 1 or {n}"
             )
@@ -156,24 +163,40 @@ class FixedLenSequence:
     def _check(self, key: str) -> None:
         _known(key, "FixedLenSequence", self.shape)
         if 0 in self.shape:
-            raise ValueError(
+            raise SchemaError(
                 f"feature {key!r}: element shape {self.shape} has a zero dimension, so no "
                 "value could fill an element"
             )
         if self.default is not None and len(self.default) != 1:
-            raise ValueError(
+            raise SchemaError(
                 f"feature {key!r}: a FixedLenSequence default is one padding value, not "
                 f"{len(self.default)}"
             )
 
 
+#: The most values a shape may hold per Example: what a serialized Example (under 2 GiB,
+#: as protobuf allows) could hold at most. Larger shapes are refused when a schema is
+#: built, so that no claim of a schema (a manifest's, say) sizes an allocation.
+MAX_VALUES = 2**31 - 1
+
+
 def _known(key: str, kind: str, shape: tuple[int | None, ...]) -> None:
     if None in shape:
-        raise ValueError(
-            f"feature {key!r}: every dimension of a {kind} shape must be known, not {shape}"
+        raise SchemaError(
+            f"feature {key!r}: every dimension of a {kind} shape must be known, not {shape}",
+            key=key,
         )
     if any(d < 0 for d in shape if d is not None):
-        raise ValueError(f"feature {key!r}: shape {shape} has a negative dimension")
+        raise SchemaError(f"feature {key!r}: shape {shape} has a negative dimension", key=key)
+    n = 1
+    for d in shape:
+        n *= d or 1
+    if n > MAX_VALUES:
+        raise SchemaError(
+            f"feature {key!r}: shape {shape} holds {n:,} values per Example, more than the "
+            f"{MAX_VALUES:,} an Example can hold",
+            key=key,
+        )
 
 
 @dataclass(frozen=True)
@@ -216,11 +239,11 @@ class SparseFeature:
 
     def _check(self, key: str) -> None:
         if not self.index_key or not all(isinstance(k, str) and k for k in self.index_key):
-            raise ValueError(f"feature {key!r}: a SparseFeature needs index keys")
+            raise SchemaError(f"feature {key!r}: a SparseFeature needs index keys")
         if not isinstance(self.value_key, str) or not self.value_key:
-            raise ValueError(f"feature {key!r}: a SparseFeature needs a value key")
+            raise SchemaError(f"feature {key!r}: a SparseFeature needs a value key")
         if len(self.size) != len(self.index_key):
-            raise ValueError(
+            raise SchemaError(
                 f"feature {key!r}: {len(self.index_key)} index keys need as many sizes, "
                 f"not {self.size}"
             )
@@ -327,17 +350,22 @@ class RaggedFeature:
         object.__setattr__(self, "partitions", tuple(_partition(p) for p in partitions))
         splits = getattr(row_splits_dtype, "name", row_splits_dtype)
         if splits not in ("int32", "int64"):
-            raise ValueError(f"row_splits_dtype must be int32 or int64, not {row_splits_dtype!r}")
+            raise SchemaError(f"row_splits_dtype must be int32 or int64, not {row_splits_dtype!r}")
         object.__setattr__(self, "row_splits_dtype", splits)
 
     def _check(self, key: str) -> None:
         if self.value_key is not None and (
             not isinstance(self.value_key, str) or not self.value_key
         ):
-            raise ValueError(f"feature {key!r}: value_key must be a non-empty string")
+            raise SchemaError(f"feature {key!r}: value_key must be a non-empty string")
         for p in self.partitions:
-            if isinstance(p, UniformRowLength) and p.length <= 0:
-                raise ValueError(f"feature {key!r}: UniformRowLength must be positive")
+            if isinstance(p, UniformRowLength):
+                if not 0 < p.length <= MAX_VALUES:
+                    raise SchemaError(
+                        f"feature {key!r}: UniformRowLength must be in [1, {MAX_VALUES}]", key=key
+                    )
+            elif not isinstance(p.key, str) or not p.key:
+                raise SchemaError(f"feature {key!r}: a partition's key is a non-empty string")
 
 
 Spec = FixedLen | VarLen | FixedLenSequence | SparseFeature | RaggedFeature
@@ -526,14 +554,39 @@ class Schema(Mapping[str, Spec]):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Mapping[str, Any]]) -> Schema:
-        return cls({k: _spec_from_dict(v) for k, v in d.items()})
+        """A schema from its JSON form (:meth:`to_dict`); anything malformed is a
+        :class:`SchemaError` naming the feature."""
+        if not isinstance(d, Mapping):
+            raise SchemaError(f"a schema is a JSON object, not {type(d).__name__}")
+        specs: dict[str, Spec] = {}
+        for key, spec in d.items():
+            if not isinstance(key, str):
+                raise SchemaError(f"feature names are strings, not {type(key).__name__}")
+            try:
+                specs[key] = _spec_from_dict(spec)
+            except SchemaError as err:
+                if err.key is not None:
+                    raise
+                raise SchemaError(f"feature {key!r}: {err.message}", key=key) from None
+            except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as err:
+                why = str(err) if type(err) is ValueError else f"{type(err).__name__}: {err}"
+                raise SchemaError(
+                    f"feature {key!r}: not a feature spec ({why[:200]})", key=key
+                ) from None
+        return cls(specs)
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
 
     @classmethod
-    def from_json(cls, text: str) -> Schema:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes) -> Schema:
+        """A schema from :meth:`to_json`'s text; text that is not JSON is a
+        :class:`SchemaError`."""
+        try:
+            d = json.loads(text)
+        except (ValueError, RecursionError) as err:
+            raise SchemaError(f"a schema is JSON, and this is not ({type(err).__name__})") from None
+        return cls.from_dict(d)
 
 
 def _columns(specs: Mapping[str, Spec]) -> dict[str, Spec]:
@@ -545,7 +598,7 @@ def _columns(specs: Mapping[str, Spec]) -> dict[str, Spec]:
     def add(key: str, spec: Spec, by: str) -> None:
         have = columns.get(key)
         if have is not None and have != spec:
-            raise ValueError(
+            raise SchemaError(
                 f"feature {by!r} reads {key!r} as {spec}, but {owner[key]!r} reads it as {have}"
             )
         columns[key] = spec
@@ -640,44 +693,3 @@ def parse_example(record: bytes, schema: Schema | Mapping[str, Any]) -> dict[str
     return {
         k: (v[0] if isinstance(v, (Ragged, Sparse, np.ndarray)) else v) for k, v in batch.items()
     }
-
-
-class SchemaGuess:
-    """Accumulates decoded Examples and guesses their schema: a feature present in every
-    Example with the same number of values is ``FixedLen`` (shape ``[]`` for one value),
-    anything else ``VarLen``."""
-
-    def __init__(self) -> None:
-        self.examples = 0
-        self._kinds: dict[str, str] = {}
-        self._counts: dict[str, set[int]] = {}
-        self._present: dict[str, int] = {}
-
-    def add(self, example: Mapping[str, Any]) -> None:
-        """Takes one Example as :func:`decode_example` returns it."""
-        self.examples += 1
-        for key, values in example.items():
-            if isinstance(values, np.ndarray):
-                kind = "int64" if values.dtype == np.int64 else "float32"
-            elif values:
-                kind = "bytes"
-            else:
-                kind = self._kinds.get(key, "")
-            if kind and self._kinds.setdefault(key, kind) != kind:
-                raise SchemaError(
-                    f"feature {key!r} is {self._kinds[key]} in some Examples and {kind} in others",
-                    key=key,
-                )
-            self._counts.setdefault(key, set()).add(len(values))
-            self._present[key] = self._present.get(key, 0) + 1
-
-    def schema(self) -> Schema:
-        specs: dict[str, Spec] = {}
-        for key, kind in self._kinds.items():
-            sizes = self._counts[key]
-            if self._present[key] == self.examples and len(sizes) == 1:
-                (size,) = sizes
-                specs[key] = FixedLen([] if size == 1 else [size], kind)
-            else:
-                specs[key] = VarLen(kind)
-        return Schema(specs)

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._guess import SchemaGuess
 from .errors import SchemaError
 from .schema import (
     _PARTITION_KINDS,
     FixedLenSequence,
     RaggedFeature,
     Schema,
-    SchemaGuess,
     Spec,
     UniformRowLength,
     VarLen,
@@ -174,8 +174,16 @@ def _dense_steps(key: str, spec: FixedLenSequence, column: Any) -> tuple[np.ndar
     if batch and (n_steps == width).all():
         return values.reshape(batch, width, *spec.shape), n_steps
     if values.dtype != object:
-        padded = _core.pad_steps(values, steps, step_values, stride, pad)
+        padded = _core.pad_steps(key, values, steps, step_values, stride, pad)
         return padded.reshape(batch, width, *spec.shape), n_steps
+    padding = batch * width * stride - len(values)
+    if padding > _core.MAX_FILL:
+        raise SchemaError(
+            f"feature list {key!r}: padding to the longest record would fill in {padding} "
+            f"values that no record holds, more than the {_core.MAX_FILL} a batch may; parse "
+            "smaller batches",
+            key=key,
+        )
     out = np.full((batch, width, *spec.shape), pad, dtype=values.dtype)
     # The steps, record by record, fill each record's first rows: row-major order.
     out[np.arange(width) < n_steps[:, None]] = values.reshape(len(counts), *spec.shape)

@@ -22,29 +22,31 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ._paths import (
     StorageOptions,
     as_url,
+    basename,
+    contained,
+    dirname,
     exists,
     file_size,
     filesystem,
     is_url,
+    join,
+    quote,
     read_bytes,
     remove,
     write_file,
 )
+from ._tfds_features import read_feature
+from .errors import SidecarError, TFRecordError
 from .manifest import SHARD_GLOB, SHARD_RE, Manifest, ShardInfo, shard_name
 from .records import count, infer_schema
 from .schema import (
     FixedLen,
     FixedLenSequence,
-    RaggedFeature,
-    RowLengths,
     Schema,
     Spec,
-    UniformRowLength,
     VarLen,
 )
 
@@ -190,7 +192,7 @@ def write_metadata(
     info = _info_json(name, version, described, description, homepage, citation, supervised_keys)
     # dataset_info.json last: TFDS sees a dataset once it exists.
     outputs = {**labels, FEATURES_FILE: _json(_dict_json(tree)), INFO_FILE: _json(info)}
-    targets = {_join(directory, f): text for f, text in outputs.items()}
+    targets = {join(directory, f): text for f, text in outputs.items()}
     if not overwrite:
         for path in targets:
             if exists(path, options):
@@ -239,7 +241,7 @@ def _splits(directory: str, splits: Any, options: StorageOptions) -> list[_Split
                 manifest = Manifest.load(path, storage_options=options)
             except FileNotFoundError:
                 pass
-        where = _dirname(path)
+        where = dirname(path)
         prefix = path[len(where) :].lstrip("/\\")
         split = prefix if split is None else split
         if not _SPLIT.fullmatch(split):
@@ -286,13 +288,13 @@ def _glob(path: str, pattern: str, options: StorageOptions) -> list[str]:
 def _counted(path: str, split: str, options: StorageOptions) -> list[ShardInfo]:
     """The shards of a prefix that has no manifest, each counted (from its index sidecar
     when it has one, else by reading it)."""
-    files = [f for f in _glob(path, SHARD_GLOB, options) if SHARD_RE.match(_basename(f))]
+    files = [f for f in _glob(path, SHARD_GLOB, options) if SHARD_RE.match(basename(f))]
     if not files:
         raise FileNotFoundError(2, f"split {split!r}: no manifest and no shards", path)
     if any(not f.endswith(".tfrecord") for f in files):
         raise ValueError(f"split {split!r}: TFDS reads uncompressed TFRecord shards only")
-    names = [_basename(f) for f in files]
-    if names != [_basename(shard_name(path, i, len(files))) for i in range(len(files))]:
+    names = [basename(f) for f in files]
+    if names != [basename(shard_name(path, i, len(files))) for i in range(len(files))]:
         raise ValueError(f"split {split!r}: the shards of {path} are not all there")
     return [
         ShardInfo(n, count(f, storage_options=options), file_size(f, options), "")
@@ -306,7 +308,7 @@ def _split_schema(splits: list[_Split], given: Any, options: StorageOptions) -> 
     for s in splits:
         if s.schema is None and s.counted:
             # No manifest: the schema is guessed from the Examples.
-            files = [_join(_dirname(s.path), sh.file) for sh in s.shards]
+            files = [join(dirname(s.path), sh.file) for sh in s.shards]
             s.schema = infer_schema(files, storage_options=options)
         if s.schema is None:
             raise ValueError(
@@ -492,7 +494,13 @@ class Info:
         n = len(self.shard_lengths[split])
         template = self.templates.get(split) or DEFAULT_TEMPLATE
         names = {"DATASET": self.name, "SPLIT": split}
-        return [_join(self.directory, _shard_file(template, names, i, n)) for i in range(n)]
+        where = join(self.directory, INFO_FILE)
+        try:
+            files = [_shard_file(template, names, i, n) for i in range(n)]
+        except ValueError as err:
+            raise SidecarError(f"split {quote(split)}: {err}", path=where) from None
+        entry = f"the shard file template of split {quote(split)}"
+        return [contained(self.directory, f, sidecar=where, entry=entry) for f in files]
 
 
 def info(directory: str | os.PathLike[str], *, storage_options: StorageOptions = None) -> Info:
@@ -508,43 +516,88 @@ def info(directory: str | os.PathLike[str], *, storage_options: StorageOptions =
     """
     directory = os.path.expanduser(os.fspath(directory)).rstrip("/") or "/"
     options = storage_options
-    info_path = _join(directory, INFO_FILE)
+    info_path = join(directory, INFO_FILE)
+    meta = _load_json(info_path, options, "no dataset_info.json: not a TFDS dataset")
+    where = info_path
     try:
-        meta = json.loads(read_bytes(info_path, options))
-    except FileNotFoundError:
-        raise FileNotFoundError(2, "no dataset_info.json: not a TFDS dataset", info_path) from None
-    except ValueError as err:
-        raise ValueError(f"{info_path}: not JSON ({err})") from None
-    file_format = meta.get("fileFormat") or "tfrecord"
-    if file_format != "tfrecord":
-        raise ValueError(f"{info_path}: the dataset is stored as {file_format}, not tfrecord")
-    features = meta.get("features")
-    if not features:
-        path = _join(directory, FEATURES_FILE)
+        if not isinstance(meta, Mapping):
+            raise ValueError("not a JSON object")
+        file_format = meta.get("fileFormat") or "tfrecord"
+        if file_format != "tfrecord":
+            raise ValueError(f"the dataset is stored as {quote(str(file_format))}, not tfrecord")
+        features = meta.get("features")
+        if not features:
+            where = join(directory, FEATURES_FILE)
+            features = _load_json(where, options, "no features.json")
+        specs: dict[str, Spec] = {}
+        kinds: dict[str, str] = {}
+        read_feature(features, "", (), specs, kinds)
+        parsed = Schema(specs)
+        where = info_path
+        splits = meta.get("splits", [])
+        lengths: dict[str, list[int]] = {}
+        templates: dict[str, str] = {}
+        for s in splits:
+            split, template = s["name"], s.get("filepathTemplate") or DEFAULT_TEMPLATE
+            if not isinstance(split, str) or not isinstance(template, str):
+                raise ValueError("a split's name and filepathTemplate are strings")
+            lengths[split] = [_count(n) for n in s.get("shardLengths", [])]
+            templates[split] = template
+        keys = meta.get("supervisedKeys") or {}
+        items = keys.get("tuple", {}).get("items", [])
+        supervised = (keys["input"], keys["output"]) if keys.get("input") else None
+        supervised = supervised or tuple(i.get("featureKey") for i in items) or None
+        name, version = meta.get("name", ""), meta.get("version", "")
+        if not isinstance(name, str) or not isinstance(version, str):
+            raise ValueError("name and version are strings")
+    except TFRecordError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as err:
+        why = str(err) if type(err) is ValueError else f"malformed ({type(err).__name__})"
+        raise SidecarError(why, path=where) from None
+    found = Info(directory, name, version, parsed, kinds, lengths, {}, supervised, templates)
+    # Every file the metadata names is checked before any is opened.
+    for split in lengths:
+        found.files(split)
+    label_files = {
+        key: contained(
+            directory,
+            _labels_file(key),
+            sidecar=join(directory, FEATURES_FILE),
+            entry=f"ClassLabel feature {quote(key)}",
+        )
+        for key, kind in kinds.items()
+        if kind == "ClassLabel"
+    }
+    for key, path in label_files.items():
         try:
-            features = json.loads(read_bytes(path, options))
-        except FileNotFoundError:
-            raise FileNotFoundError(2, "no features.json", path) from None
-    specs: dict[str, Spec] = {}
-    kinds: dict[str, str] = {}
-    _read_feature(features, "", (), specs, kinds)
-    labels: dict[str, list[str]] = {}
-    for key in (k for k, kind in kinds.items() if kind == "ClassLabel"):
-        try:
-            text = read_bytes(_join(directory, _labels_file(key)), options).decode("utf-8")
+            text = read_bytes(path, options).decode("utf-8", errors="replace")
         except FileNotFoundError:
             continue
-        labels[key] = [n.strip() for n in text.split("\n") if n.strip()]
-    splits = meta.get("splits", [])
-    lengths = {s["name"]: [int(n) for n in s.get("shardLengths", [])] for s in splits}
-    templates = {s["name"]: s.get("filepathTemplate") or DEFAULT_TEMPLATE for s in splits}
-    keys = meta.get("supervisedKeys") or {}
-    items = keys.get("tuple", {}).get("items", [])
-    supervised = (keys["input"], keys["output"]) if keys.get("input") else None
-    supervised = supervised or tuple(i.get("featureKey") for i in items) or None
-    name, version = meta.get("name", ""), meta.get("version", "")
-    parsed = Schema(specs)
-    return Info(directory, name, version, parsed, kinds, lengths, labels, supervised, templates)
+        found.labels[key] = [n.strip() for n in text.split("\n") if n.strip()]
+    return found
+
+
+def _load_json(path: str, options: StorageOptions, missing: str) -> Any:
+    """A TFDS metadata file's JSON; ``missing`` is the error when it is not there."""
+    try:
+        data = read_bytes(path, options)
+    except FileNotFoundError:
+        raise FileNotFoundError(2, missing, path) from None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as err:  # bad JSON, bad UTF-8, nesting too deep
+        raise SidecarError(f"not JSON ({type(err).__name__})", path=path) from None
+
+
+def _count(n: Any) -> int:
+    """A count from TFDS metadata (JSON writes int64 as strings): a non-negative int."""
+    if isinstance(n, bool) or not isinstance(n, (int, str)):
+        raise ValueError(f"a shard length is a count, not {quote(str(n))}")
+    value = int(n)
+    if not 0 <= value < 2**63:
+        raise ValueError(f"a shard length is a count, not {quote(str(n))}")
+    return value
 
 
 def schema(directory: str | os.PathLike[str], *, storage_options: StorageOptions = None) -> Schema:
@@ -557,120 +610,28 @@ def schema(directory: str | os.PathLike[str], *, storage_options: StorageOptions
     return info(directory, storage_options=storage_options).schema
 
 
-def _wire_dtype(key: str, dtype: str) -> str:
-    """The Example type of a TFDS dtype: int64, float32 or bytes, as TFDS stores them."""
-    if dtype in ("string", "str", "object", "bytes"):
-        return "bytes"
-    if dtype == "bool" or re.fullmatch(r"u?int(8|16|32|64)", dtype):
-        return "int64"
-    if re.fullmatch(r"b?float(16|32|64)", dtype):
-        return "float32"
-    raise ValueError(f"feature {key!r}: dtype {dtype!r} has no Example representation")
-
-
-def _read_feature(
-    feature: Mapping[str, Any],
-    key: str,
-    outer: tuple[int | None, ...],
-    specs: dict[str, Spec],
-    kinds: dict[str, str],
-) -> None:
-    """Adds the specs of one TFDS feature inside ``len(outer)`` sequences of ``outer``
-    lengths (None where they vary)."""
-    cls = str(feature.get("pythonClassName", "")).rsplit(".", 1)[-1] or "feature"
-    name = key or "the features"
-    if "featuresDict" in feature:
-        for child, sub in sorted(feature["featuresDict"].get("features", {}).items()):
-            _read_feature(sub, f"{key}/{child}" if key else child, outer, specs, kinds)
-        return
-    if "sequence" in feature:
-        length = int(feature["sequence"].get("length", -1))
-        inner = feature["sequence"]["feature"]
-        _read_feature(inner, key, (*outer, None if length < 0 else length), specs, kinds)
-        return
-    default: Any = None
-    shape: tuple[int | None, ...] = ()
-    if "tensor" in feature or "boundingBox" in feature:
-        content = feature.get("tensor") or feature.get("boundingBox") or {}
-        encoding = content.get("encoding") or "none"
-        if encoding != "none":
-            raise ValueError(
-                f"feature {name!r}: a {cls} stored {encoding}-encoded has no plain Example "
-                "form tfrecordkit parses"
-            )
-        dims = (content.get("shape") or {}).get("dimensions", [])
-        shape = tuple(None if int(d) < 0 else int(d) for d in dims)
-        dtype = str(content.get("dtype", ""))
-        wire = _wire_dtype(name, dtype)
-        if content.get("optional"):
-            default = _missing_value(dtype)
-    elif "classLabel" in feature:
-        wire = "int64"
-    elif "text" in feature and not feature["text"]:
-        wire = "bytes"
-    elif "image" in feature:
-        wire = "bytes"
-    else:
-        raise ValueError(
-            f"feature {name!r}: {cls} has no plain Example form tfrecordkit maps "
-            "(Tensor, ClassLabel, Text, Image, Sequence and dicts of them do)"
-        )
-    specs[key] = _spec(name, (*outer, *shape), wire, len(outer), default)
-    kinds[key] = cls
-
-
-def _missing_value(dtype: str) -> Any:
-    """What TFDS parses for a missing optional tensor."""
-    if dtype in ("string", "str", "object", "bytes"):
-        return b""
-    if dtype == "bool":
-        return 0
-    if "int" in dtype:
-        return int(np.iinfo(np.dtype(dtype)).min)
-    return float(np.finfo(np.dtype("float32" if "bfloat" in dtype else dtype)).min)
-
-
-def _spec(key: str, shape: tuple[int | None, ...], dtype: str, rank: int, default: Any) -> Spec:
-    """The spec TFDS's own parser uses for a tensor of ``shape`` inside ``rank`` sequences."""
-    unknown = shape.count(None)
-    if unknown == 0:
-        return FixedLen(shape, dtype, default)
-    if unknown == 1 and shape[0] is None:
-        if len(shape) == 1 and default is None:
-            return VarLen(dtype)
-        return FixedLenSequence(shape[1:], dtype, allow_missing=True, default=default)
-    if rank > 1 and None not in shape[rank:]:
-        # Nested sequences: TFDS stores the flat values and each level's row lengths.
-        parts: list[Any] = [RowLengths(f"{key}/ragged_row_lengths_{i}") for i in range(rank - 1)]
-        parts += [UniformRowLength(int(d)) for d in shape[rank:] if d is not None]
-        return RaggedFeature(dtype, f"{key}/ragged_flat_values", parts)
-    shown = tuple(-1 if d is None else d for d in shape)
-    raise ValueError(f"feature {key!r}: TFDS itself parses no Example feature of shape {shown}")
+#: The fields of a TFDS shard file template (naming.py), the only ones filled in.
+_TEMPLATE_FIELD = re.compile(r"\{([A-Z_]*)\}")
 
 
 def _shard_file(template: str, names: Mapping[str, str], index: int, count: int) -> str:
-    """A shard's file name from a TFDS template (naming.py: five digits or more)."""
+    """A shard's file name from a TFDS template (naming.py: five digits or more). Only the
+    known fields are substituted (``{DATASET}``, ``{SPLIT}``, ``{FILEFORMAT}``,
+    ``{SHARD_INDEX}``, ``{NUM_SHARDS}``, ``{SHARD_X_OF_Y}``); the template is data, so
+    anything else in braces is refused, never evaluated."""
     width = max(5, len(str(count)))
     values = {"FILEFORMAT": "tfrecord", **names}
     values["SHARD_INDEX"] = f"{index:0{width}d}"
     values["NUM_SHARDS"] = f"{count:0{width}d}"
     values["SHARD_X_OF_Y"] = f"{values['SHARD_INDEX']}-of-{values['NUM_SHARDS']}"
-    try:
-        return template.format(**values)
-    except (KeyError, IndexError, ValueError):
-        raise ValueError(f"cannot read the shard file template {template!r}") from None
-
-
-def _join(directory: str, name: str) -> str:
-    return f"{directory.rstrip('/')}/{name}" if is_url(directory) else os.path.join(directory, name)
-
-
-def _dirname(path: str) -> str:
-    return path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path)
-
-
-def _basename(path: str) -> str:
-    return path.rsplit("/", 1)[-1] if is_url(path) else os.path.basename(path)
+    parts = _TEMPLATE_FIELD.split(template)
+    # parts alternate: text, field, text, field, ..., text
+    for i, part in enumerate(parts):
+        if i % 2 and part not in values:
+            raise ValueError(f"shard file template {quote(template)}: unknown field {{{part}}}")
+        if not i % 2 and ("{" in part or "}" in part):
+            raise ValueError(f"shard file template {quote(template)}: a stray brace")
+    return "".join(values[p] if i % 2 else p for i, p in enumerate(parts))
 
 
 def _norm(directory: str) -> str:
@@ -681,5 +642,5 @@ def _norm(directory: str) -> str:
 
 
 def _dataset_name(directory: str) -> str:
-    base = re.sub(r"\W+", "_", _basename(directory.rstrip("/"))).strip("_")
+    base = re.sub(r"\W+", "_", basename(directory.rstrip("/"))).strip("_")
     return base if _NAME.fullmatch(base) else "dataset"

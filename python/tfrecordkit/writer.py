@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._guess import SchemaGuess
 from ._paths import (
     CLAIM_SUFFIX,
     StorageOptions,
@@ -36,7 +37,7 @@ from .manifest import (
     shard_name,
 )
 from .records import SEEKABLE_MEMBER_BYTES
-from .schema import Schema, SchemaGuess
+from .schema import Schema
 from .table import as_table
 
 __all__ = ["parse_size", "write_dataset"]

@@ -125,7 +125,15 @@ LEAVES = {
     "tfrecordkit.reports": {"tfrecordkit.errors"},
     "tfrecordkit.tensors": set(),
     "tfrecordkit.schema": {"tfrecordkit.errors", "tfrecordkit._core", "tfrecordkit.tensors"},
-    "tfrecordkit.manifest": {"tfrecordkit._core", "tfrecordkit._paths", "tfrecordkit.schema"},
+    "tfrecordkit.manifest": {
+        "tfrecordkit._core",
+        "tfrecordkit._paths",
+        "tfrecordkit.errors",
+        "tfrecordkit.schema",
+    },
+    "tfrecordkit._elements": {"tfrecordkit.tensors"},
+    "tfrecordkit._guess": {"tfrecordkit.errors", "tfrecordkit.schema"},
+    "tfrecordkit._tfds_features": {"tfrecordkit.schema"},
     "tfrecordkit.arrow_layout": {"tfrecordkit.errors", "tfrecordkit.schema"},
 }
 

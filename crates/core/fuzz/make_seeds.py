@@ -64,6 +64,17 @@ def put(target: str, name: str, data: bytes) -> None:
     (d / name).write_bytes(data)
 
 
+def schema_specs_seed() -> bytes:
+    """Three specs (k0: FixedLen [2] int64 with a default, k1: VarLen float32, k2:
+    FixedLenSequence [2] bytes), 0xFE, then records with those keys split at 0xFF."""
+    head = bytes([3, 0, 0, 1, 2, 0, 1, 1, 1, 0, 1, 0, 2, 2, 1, 2, 2, 0, 0])
+    records = [
+        tfr.encode_example({"k0": [1, 2], "k1": np.float32([0.5]), "k2": ["a", "b"]}),
+        tfr.encode_example({"k1": np.float32([]), "k2": []}),
+    ]
+    return head + b"\xfe" + b"\xff".join(records)
+
+
 def main() -> None:
     tmp = SEEDS / "_tmp"
     tmp.mkdir(parents=True, exist_ok=True)
@@ -84,6 +95,7 @@ def main() -> None:
             put(target, f"example-{i}", e)
         put(target, "sequence", tf_sequence_example())
     put("schema_parse", "batch", b"\xff".join(examples[:2] + ours))
+    put("schema_specs", "three-specs", schema_specs_seed())
     pixels = np.arange(6 * 9 * 3, dtype=np.uint8).reshape(6, 9, 3)
     for pick, name, data in [
         (0x07, "rgb.jpg", tf.io.encode_jpeg(pixels).numpy()),

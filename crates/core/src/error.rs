@@ -25,6 +25,8 @@ pub enum ErrorKind {
     ImageDecode,
     /// A caller passed an argument that cannot be used.
     InvalidArgument,
+    /// A bug: a thread of the core panicked. Reported, never a silent early end.
+    Internal,
 }
 
 /// An error with the location it was found at: file, byte offset and record index.
@@ -83,6 +85,29 @@ impl Error {
 
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// The error a caught panic becomes: `what` panicked, with the panic's message.
+    pub fn internal(what: &str, payload: &(dyn std::any::Any + Send)) -> Self {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_owned());
+        Self::new(
+            ErrorKind::Internal,
+            format!(
+                "internal error: {what} panicked: {why} (a bug in tfrecordkit; please report it)"
+            ),
+        )
+    }
+
+    /// Runs `f`, turning a panic (always a bug) into an [`ErrorKind::Internal`] error
+    /// naming `what`: for the core's own threads, whose panics would otherwise end their
+    /// queues as if the work were done.
+    pub fn catch<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, Error> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .map_err(|payload| Error::internal(what, payload.as_ref()))
     }
 
     pub fn io(err: io::Error, path: Option<&str>) -> Self {

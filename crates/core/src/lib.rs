@@ -23,7 +23,9 @@ pub use example::{
     decode_example, decode_sequence_example, encode_example, encode_sequence_example, Feature,
     FeatureLists, Features,
 };
-pub use parse::{parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind};
+pub use parse::{
+    parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind, MAX_FILL, MAX_VALUES,
+};
 pub use reader::{
     count_records, foreign_format, index_records, member_records, read_member, read_record_at,
     read_records_at, unframe_record, MultiFileReader, ReadOptions, RecordBatch, RecordReader,

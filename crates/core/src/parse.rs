@@ -75,6 +75,19 @@ impl Column {
         }
     }
 
+    /// Room for `n` more values (bytes values: their entries), or an error where the
+    /// memory cannot be had: an allocation a schema sizes never aborts the process.
+    fn try_reserve(
+        &mut self,
+        n: usize,
+    ) -> std::result::Result<(), std::collections::TryReserveError> {
+        match self {
+            Column::Int64(v) => v.try_reserve(n),
+            Column::Float32(v) => v.try_reserve(n),
+            Column::Bytes { ends, .. } => ends.try_reserve(n),
+        }
+    }
+
     pub fn from_bytes<T: AsRef<[u8]>>(values: &[T]) -> Column {
         let mut col = Column::empty(DType::Bytes);
         for v in values {
@@ -188,7 +201,34 @@ pub struct FeatureSpec {
     pub default: Option<Column>,
 }
 
+/// The most values a `FixedLen` or `FixedLenSequence` shape may hold per Example: what a
+/// serialized Example (under 2 GiB, as protobuf allows) could hold at most. Larger shapes
+/// are refused by [`Schema::new`], so no schema's claim sizes an allocation past it.
+pub const MAX_VALUES: usize = (1 << 31) - 1;
+
+/// The most values one parse of a batch fills in that no record holds: defaults of missing
+/// `FixedLen` features, and the padding of `FixedLenSequence` features to the longest
+/// record's length. A schema's claim (a default) or one long record cannot make a batch
+/// allocate past it; parse smaller batches to get more.
+pub const MAX_FILL: usize = 1 << 28;
+
+/// Values reserved up front per parsed column; a column that needs more grows as its
+/// values arrive, so the reservation never exceeds what the records hold by much.
+const RESERVE_CAP: usize = 1 << 24;
+
 impl FeatureSpec {
+    /// `prod(shape)`, or None when it passes [`MAX_VALUES`].
+    fn checked_stride(&self) -> Option<usize> {
+        match &self.kind {
+            SpecKind::FixedLen { shape } | SpecKind::FixedLenSequence { shape, .. } => shape
+                .iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(d.max(1)))
+                .filter(|&n| n <= MAX_VALUES)
+                .map(|_| shape.iter().product()),
+            SpecKind::VarLen => Some(1),
+        }
+    }
+
     fn stride(&self) -> usize {
         match &self.kind {
             SpecKind::FixedLen { shape } | SpecKind::FixedLenSequence { shape, .. } => {
@@ -229,6 +269,14 @@ impl Schema {
     pub fn new(specs: Vec<FeatureSpec>) -> Result<Schema> {
         let mut lookup = FxHashMap::default();
         for (i, spec) in specs.iter().enumerate() {
+            if spec.checked_stride().is_none() {
+                return Err(Error::schema(format!(
+                    "feature {:?}: its shape holds more than the {MAX_VALUES} values an \
+                     Example can hold",
+                    spec.key
+                ))
+                .with_key(&spec.key));
+            }
             if lookup.insert(spec.key.as_bytes().to_vec(), i).is_some() {
                 return Err(Error::invalid(format!(
                     "duplicate feature key {:?}",
@@ -320,6 +368,17 @@ struct Acc {
     values: Vec<Column>,
     /// Values per record, for VarLen and FixedLenSequence.
     counts: Vec<Vec<usize>>,
+    /// Values filled in from defaults so far, bounded by [`MAX_FILL`].
+    filled: usize,
+}
+
+/// The error for a batch that would fill in more than [`MAX_FILL`] values of `key`.
+fn fill_error(key: &str, what: &str, values: usize) -> Error {
+    Error::schema(format!(
+        "feature {key:?}: {what} would fill in {values} values that no record holds, more \
+         than the {MAX_FILL} a batch may; parse smaller batches"
+    ))
+    .with_key(key)
 }
 
 fn count_error(spec: &FeatureSpec, found: usize, expected: &str) -> Error {
@@ -677,7 +736,16 @@ fn parse_record(
                 if kind.is_none() {
                     let spec = &schema.specs[i];
                     match &spec.default {
-                        Some(d) => acc.values[i].extend_cycled(d, stride),
+                        Some(d) => {
+                            acc.filled = acc.filled.saturating_add(stride);
+                            if acc.filled > MAX_FILL {
+                                return Err(fill_error(&spec.key, "its default", acc.filled));
+                            }
+                            if acc.values[i].try_reserve(stride).is_err() {
+                                return Err(fill_error(&spec.key, "its default", acc.filled));
+                            }
+                            acc.values[i].extend_cycled(d, stride)
+                        }
                         None => return Err(missing_error(spec, "")),
                     }
                 } else if n != stride {
@@ -714,7 +782,10 @@ where
         values: schema
             .specs
             .iter()
-            .map(|s| Column::with_capacity(s.dtype, n * s.stride().max(1)))
+            .map(|s| {
+                let wanted = n.saturating_mul(s.stride().max(1));
+                Column::with_capacity(s.dtype, wanted.min(RESERVE_CAP))
+            })
             .collect(),
         counts: schema
             .specs
@@ -724,6 +795,7 @@ where
                 _ => Vec::with_capacity(n),
             })
             .collect(),
+        filled: 0,
     };
     let mut state = RecordState::new(n_specs);
     let mut order = KeyOrder { order: Vec::new() };
@@ -771,10 +843,10 @@ pub fn parse_examples<T: AsRef<[u8]> + Sync>(
     } else {
         vec![parse_run(schema, records.iter().map(AsRef::as_ref), 0)?]
     };
-    Ok(assemble(schema, n, accs))
+    assemble(schema, n, accs)
 }
 
-fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Vec<Parsed> {
+fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Result<Vec<Parsed>> {
     let mut out = Vec::with_capacity(schema.specs.len());
     for (i, spec) in schema.specs.iter().enumerate() {
         let mut values = if accs.len() == 1 {
@@ -820,6 +892,12 @@ fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Vec<Parsed> {
                 let max_rows = rows.iter().copied().max().unwrap_or(0);
                 let padding = spec.default.clone().unwrap_or_else(|| zero(spec.dtype));
                 if rows.iter().any(|&r| r != max_rows) {
+                    let total = batch.saturating_mul(max_rows).saturating_mul(stride);
+                    let filled = total - values.len().min(total);
+                    if filled > MAX_FILL {
+                        let what = "padding to the longest record";
+                        return Err(fill_error(&spec.key, what, filled));
+                    }
                     let mut padded = Column::empty(spec.dtype);
                     let mut pos = 0;
                     for &c in &counts {
@@ -840,7 +918,7 @@ fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Vec<Parsed> {
         };
         out.push(parsed);
     }
-    out
+    Ok(out)
 }
 
 fn zero(dtype: DType) -> Column {

@@ -188,22 +188,34 @@ fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<
 
 /// A `FixedLenSequence` list of a batch as one dense array `[records, width, stride]`
 /// (`width` the most steps of any record), `pad` after each record's own steps. Every step
-/// must hold `stride` values (checked by the caller).
+/// must hold `stride` values (checked by the caller). The padding is bounded by
+/// [`crate::parse::MAX_FILL`]: one long record cannot make a batch allocate without bound.
 pub fn pad_steps<T: Copy>(
+    key: &str,
     values: &[T],
     steps: &[i64],
     step_values: &[i64],
     stride: usize,
     pad: T,
-) -> (Vec<T>, usize) {
+) -> Result<(Vec<T>, usize)> {
     let records = steps.len().saturating_sub(1);
     let width = steps
         .windows(2)
         .map(|w| (w[1] - w[0]) as usize)
         .max()
         .unwrap_or(0);
-    let row = width * stride;
-    let mut out = vec![pad; records * row];
+    let row = width.saturating_mul(stride);
+    let total = records.saturating_mul(row);
+    let padding = total - values.len().min(total);
+    if padding > crate::parse::MAX_FILL {
+        return Err(Error::schema(format!(
+            "feature {key:?}: padding to the longest record would fill in {padding} values that \
+             no record holds, more than the {} a batch may; parse smaller batches",
+            crate::parse::MAX_FILL
+        ))
+        .with_key(key));
+    }
+    let mut out = vec![pad; total];
     for r in 0..records {
         let (from, to) = (
             step_values[steps[r] as usize] as usize,
@@ -211,7 +223,7 @@ pub fn pad_steps<T: Copy>(
         );
         out[r * row..r * row + (to - from)].copy_from_slice(&values[from..to]);
     }
-    (out, width)
+    Ok((out, width))
 }
 
 #[cfg(test)]
@@ -278,7 +290,15 @@ mod tests {
     #[test]
     fn padding_puts_each_record_in_its_own_rows() {
         // Records of 2, 0 and 1 steps of 2 values.
-        let (out, width) = pad_steps(&[1, 2, 3, 4, 5, 6], &[0, 2, 2, 3], &[0, 2, 4, 6], 2, -1);
+        let (out, width) = pad_steps(
+            "k",
+            &[1, 2, 3, 4, 5, 6],
+            &[0, 2, 2, 3],
+            &[0, 2, 4, 6],
+            2,
+            -1,
+        )
+        .unwrap();
         assert_eq!(width, 2);
         assert_eq!(out, vec![1, 2, 3, 4, -1, -1, -1, -1, 5, 6, -1, -1]);
     }

@@ -98,7 +98,10 @@ impl ReadAhead {
             .spawn(move || loop {
                 let mut buf = reuse.try_recv().unwrap_or_default();
                 buf.resize(block, 0);
-                match fill(&mut inner, &mut buf) {
+                let filled =
+                    crate::Error::catch("the read-ahead thread", || fill(&mut inner, &mut buf))
+                        .unwrap_or_else(|e| Err(io::Error::other(e.message)));
+                match filled {
                     Ok(0) => return,
                     Ok(n) => {
                         buf.truncate(n);

@@ -28,28 +28,30 @@ pub fn sparse_layout<'py>(
     size: Vec<i64>,
     already_sorted: bool,
 ) -> PyResult<SparseLayout<'py>> {
-    let rank = index.len();
-    let cols: Vec<Rows<'_, i64>> = index
-        .iter()
-        .map(|(v, s)| {
-            Ok(Rows {
-                values: v.as_slice()?,
-                splits: s.as_slice()?,
+    crate::errors::guard("sparse_layout", || {
+        let rank = index.len();
+        let cols: Vec<Rows<'_, i64>> = index
+            .iter()
+            .map(|(v, s)| {
+                Ok(Rows {
+                    values: v.as_slice()?,
+                    splits: s.as_slice()?,
+                })
             })
-        })
-        .collect::<PyResult<_>>()?;
-    let names: Vec<&str> = index_keys.iter().map(String::as_str).collect();
-    let splits = value_splits.as_slice()?;
-    let layout = py
-        .detach(|| composite::sparse(key, &cols, &names, splits, &size, already_sorted))
-        .py_err(py)?;
-    let nnz = layout.order.len();
-    let indices = PyArray1::from_vec(py, layout.indices).reshape([nnz, rank + 1])?;
-    Ok((
-        indices,
-        PyArray1::from_vec(py, layout.order),
-        layout.dense_shape,
-    ))
+            .collect::<PyResult<_>>()?;
+        let names: Vec<&str> = index_keys.iter().map(String::as_str).collect();
+        let splits = value_splits.as_slice()?;
+        let layout = py
+            .detach(|| composite::sparse(key, &cols, &names, splits, &size, already_sorted))
+            .py_err(py)?;
+        let nnz = layout.order.len();
+        let indices = PyArray1::from_vec(py, layout.indices).reshape([nnz, rank + 1])?;
+        Ok((
+            indices,
+            PyArray1::from_vec(py, layout.order),
+            layout.dense_shape,
+        ))
+    })
 }
 
 /// The row splits of a batch's ragged feature, outermost (the batch) first, from the value
@@ -61,39 +63,41 @@ pub fn ragged_layout<'py>(
     value_splits: PyReadonlyArray1<'py, i64>,
     partitions: Vec<(String, Option<Column<'py>>, i64)>,
 ) -> PyResult<Vec<Bound<'py, PyArray1<i64>>>> {
-    let parts: Vec<Partition<'_>> = partitions
-        .iter()
-        .map(|(kind, column, uniform)| {
-            let rows = || -> PyResult<Rows<'_, i64>> {
-                let (v, s) = column
-                    .as_ref()
-                    .ok_or_else(|| PyValueError::new_err(format!("{kind} needs a column")))?;
-                Ok(Rows {
-                    values: v.as_slice()?,
-                    splits: s.as_slice()?,
+    crate::errors::guard("ragged_layout", || {
+        let parts: Vec<Partition<'_>> = partitions
+            .iter()
+            .map(|(kind, column, uniform)| {
+                let rows = || -> PyResult<Rows<'_, i64>> {
+                    let (v, s) = column
+                        .as_ref()
+                        .ok_or_else(|| PyValueError::new_err(format!("{kind} needs a column")))?;
+                    Ok(Rows {
+                        values: v.as_slice()?,
+                        splits: s.as_slice()?,
+                    })
+                };
+                Ok(match kind.as_str() {
+                    "row_splits" => Partition::RowSplits(rows()?),
+                    "row_lengths" => Partition::RowLengths(rows()?),
+                    "row_starts" => Partition::RowStarts(rows()?),
+                    "row_limits" => Partition::RowLimits(rows()?),
+                    "value_rowids" => Partition::ValueRowIds(rows()?),
+                    "uniform_row_length" => Partition::UniformRowLength(*uniform),
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "unknown partition {other:?}"
+                        )))
+                    }
                 })
-            };
-            Ok(match kind.as_str() {
-                "row_splits" => Partition::RowSplits(rows()?),
-                "row_lengths" => Partition::RowLengths(rows()?),
-                "row_starts" => Partition::RowStarts(rows()?),
-                "row_limits" => Partition::RowLimits(rows()?),
-                "value_rowids" => Partition::ValueRowIds(rows()?),
-                "uniform_row_length" => Partition::UniformRowLength(*uniform),
-                other => {
-                    return Err(PyValueError::new_err(format!(
-                        "unknown partition {other:?}"
-                    )))
-                }
             })
-        })
-        .collect::<PyResult<_>>()?;
-    let splits = value_splits.as_slice()?;
-    let levels = py
-        .detach(|| composite::ragged_splits(key, splits, &parts))
-        .py_err(py)?;
-    Ok(levels
-        .into_iter()
-        .map(|l| PyArray1::from_vec(py, l))
-        .collect())
+            .collect::<PyResult<_>>()?;
+        let splits = value_splits.as_slice()?;
+        let levels = py
+            .detach(|| composite::ragged_splits(key, splits, &parts))
+            .py_err(py)?;
+        Ok(levels
+            .into_iter()
+            .map(|l| PyArray1::from_vec(py, l))
+            .collect())
+    })
 }

@@ -13,7 +13,7 @@ use tfrecordkit_core::{Error, ErrorKind};
 /// The classes of `tfrecordkit.errors` that core errors become, in the order of `NAMES`.
 static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 8] = [
     "CorruptRecordError",
     "NotTFRecordError",
     "TruncatedRecordError",
@@ -21,7 +21,11 @@ const NAMES: [&str; 7] = [
     "ExampleDecodeError",
     "SchemaError",
     "ImageDecodeError",
+    "InternalError",
 ];
+
+/// The position of `InternalError` in `NAMES`.
+const INTERNAL: usize = 7;
 
 fn class_index(kind: ErrorKind) -> usize {
     match kind {
@@ -32,6 +36,7 @@ fn class_index(kind: ErrorKind) -> usize {
         ErrorKind::ExampleDecode => 4,
         ErrorKind::Schema => 5,
         ErrorKind::ImageDecode => 6,
+        ErrorKind::Internal => INTERNAL,
         ErrorKind::Io | ErrorKind::InvalidArgument => unreachable!("mapped to built-ins"),
     }
 }
@@ -90,6 +95,38 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
         Ok(PyErr::from_value(instance))
     };
     build().unwrap_or_else(|e| e)
+}
+
+/// Runs the body of the Python-facing call `call`, turning a panic (always a bug) into
+/// `tfrecordkit.errors.InternalError` naming the call: an ordinary exception, where a
+/// panic would reach Python as pyo3's `PanicException`, a `BaseException` that
+/// `except Exception` does not catch.
+pub fn guard<T>(call: &str, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_owned());
+        let message = format!(
+            "internal error in tfrecordkit._core.{call}: {why} (a bug in tfrecordkit; please \
+             report it with the input that caused it)"
+        );
+        Python::attach(|py| {
+            let Some(classes) = CLASSES.get(py) else {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(message));
+            };
+            let instance = classes[INTERNAL].bind(py).call1((message,))?;
+            Err(PyErr::from_value(instance))
+        })
+    })
+}
+
+/// Panics inside a guarded call, so that tests can prove a panic reaches Python as
+/// `InternalError` (as `faulthandler._sigsegv` lets tests provoke a crash).
+#[pyfunction]
+pub fn _selftest_panic(message: &str) -> PyResult<()> {
+    crate::errors::guard("_selftest_panic", || panic!("{message}"))
 }
 
 /// `Result<T, Error>` → `PyResult<T>`.

@@ -40,39 +40,41 @@ impl ImageSpec {
         flip: bool,
         max_pixels: usize,
     ) -> PyResult<Self> {
-        let dtype = match dtype {
-            "float32" => PixelType::F32,
-            "uint8" => PixelType::U8,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "dtype must be 'float32' or 'uint8', not {other:?}"
-                )))
-            }
-        };
-        let filter = match resize {
-            "bilinear" => Filter::Bilinear,
-            "nearest" => Filter::Nearest,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "resize must be 'bilinear' or 'nearest', not {other:?}"
-                )))
-            }
-        };
-        let augment = (crop_scale.is_some() || flip).then_some(Augment {
-            crop_scale,
-            crop_ratio,
-            flip,
-        });
-        let spec = CoreSpec {
-            channels,
-            size,
-            dtype,
-            filter,
-            augment,
-            max_pixels,
-        };
-        spec.validate().py_err(py)?;
-        Ok(ImageSpec { spec })
+        crate::errors::guard("ImageSpec.new", || {
+            let dtype = match dtype {
+                "float32" => PixelType::F32,
+                "uint8" => PixelType::U8,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "dtype must be 'float32' or 'uint8', not {other:?}"
+                    )))
+                }
+            };
+            let filter = match resize {
+                "bilinear" => Filter::Bilinear,
+                "nearest" => Filter::Nearest,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "resize must be 'bilinear' or 'nearest', not {other:?}"
+                    )))
+                }
+            };
+            let augment = (crop_scale.is_some() || flip).then_some(Augment {
+                crop_scale,
+                crop_ratio,
+                flip,
+            });
+            let spec = CoreSpec {
+                channels,
+                size,
+                dtype,
+                filter,
+                augment,
+                max_pixels,
+            };
+            spec.validate().py_err(py)?;
+            Ok(ImageSpec { spec })
+        })
     }
 }
 
@@ -147,16 +149,18 @@ pub fn decode_images<'py>(
     spec: &ImageSpec,
     seeds: Vec<u64>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let items: Vec<Bound<'py, PyBytes>> = images
-        .iter()
-        .map(|i| i.cast_into::<PyBytes>().map_err(PyErr::from))
-        .collect::<PyResult<_>>()?;
-    let slices: Vec<&[u8]> = items.iter().map(|b| b.as_bytes()).collect();
-    let batch = py
-        .detach(|| decode_batch(&slices, &seeds, &spec.spec, None))
-        .py_err(py)?;
-    let (values, shape, _) = pixels_to_py(py, batch, None)?;
-    values.call_method1("reshape", (shape,))
+    crate::errors::guard("decode_images", || {
+        let items: Vec<Bound<'py, PyBytes>> = images
+            .iter()
+            .map(|i| i.cast_into::<PyBytes>().map_err(PyErr::from))
+            .collect::<PyResult<_>>()?;
+        let slices: Vec<&[u8]> = items.iter().map(|b| b.as_bytes()).collect();
+        let batch = py
+            .detach(|| decode_batch(&slices, &seeds, &spec.spec, None))
+            .py_err(py)?;
+        let (values, shape, _) = pixels_to_py(py, batch, None)?;
+        values.call_method1("reshape", (shape,))
+    })
 }
 
 /// Decodes one encoded image into a `[h, w, c]` array, augmented with `seed`.
@@ -167,10 +171,12 @@ pub fn decode_image<'py>(
     spec: &ImageSpec,
     seed: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let data = image.as_bytes();
-    let batch = py
-        .detach(|| decode_one(data, seed, &spec.spec))
-        .py_err(py)?;
-    let (values, shape, _) = pixels_to_py(py, batch, None)?;
-    values.call_method1("reshape", (shape,))
+    crate::errors::guard("decode_image", || {
+        let data = image.as_bytes();
+        let batch = py
+            .detach(|| decode_one(data, seed, &spec.spec))
+            .py_err(py)?;
+        let (values, shape, _) = pixels_to_py(py, batch, None)?;
+        values.call_method1("reshape", (shape,))
+    })
 }

@@ -23,18 +23,22 @@ fn encode_example<'py>(
     py: Python<'py>,
     features: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let features = to_features(features)?;
-    Ok(PyBytes::new(
-        py,
-        &tfrecordkit_core::encode_example(&features),
-    ))
+    crate::errors::guard("encode_example", || {
+        let features = to_features(features)?;
+        Ok(PyBytes::new(
+            py,
+            &tfrecordkit_core::encode_example(&features),
+        ))
+    })
 }
 
 /// Decodes a serialized `tf.train.Example` into a dict.
 #[pyfunction]
 fn decode_example<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-    let features = tfrecordkit_core::decode_example(&bytes_like(data)?).py_err(py)?;
-    features_to_dict(py, features)
+    crate::errors::guard("decode_example", || {
+        let features = tfrecordkit_core::decode_example(&bytes_like(data)?).py_err(py)?;
+        features_to_dict(py, features)
+    })
 }
 
 /// Serializes a `tf.train.SequenceExample` from a context mapping and a mapping of
@@ -45,20 +49,22 @@ fn encode_sequence_example<'py>(
     context: &Bound<'py, PyAny>,
     feature_lists: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let context = to_features(context)?;
-    let mut lists: Vec<(String, Vec<Feature>)> = Vec::new();
-    for item in feature_lists.call_method0("items")?.try_iter()? {
-        let (key, steps): (String, Bound<'py, PyAny>) = item?.extract()?;
-        let mut feats = Vec::new();
-        for step in steps.try_iter()? {
-            feats.push(to_feature(&step?)?);
+    crate::errors::guard("encode_sequence_example", || {
+        let context = to_features(context)?;
+        let mut lists: Vec<(String, Vec<Feature>)> = Vec::new();
+        for item in feature_lists.call_method0("items")?.try_iter()? {
+            let (key, steps): (String, Bound<'py, PyAny>) = item?.extract()?;
+            let mut feats = Vec::new();
+            for step in steps.try_iter()? {
+                feats.push(to_feature(&step?)?);
+            }
+            lists.push((key, feats));
         }
-        lists.push((key, feats));
-    }
-    Ok(PyBytes::new(
-        py,
-        &tfrecordkit_core::encode_sequence_example(&context, &lists),
-    ))
+        Ok(PyBytes::new(
+            py,
+            &tfrecordkit_core::encode_sequence_example(&context, &lists),
+        ))
+    })
 }
 
 /// Decodes a serialized `tf.train.SequenceExample` into `(context, feature_lists)`.
@@ -67,23 +73,26 @@ fn decode_sequence_example<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (context, lists) =
-        tfrecordkit_core::decode_sequence_example(&bytes_like(data)?).py_err(py)?;
-    let context = features_to_dict(py, context)?;
-    let out = PyDict::new(py);
-    for (k, steps) in lists {
-        let items = steps
-            .into_iter()
-            .map(|f| feature_to_py(py, f))
-            .collect::<PyResult<Vec<_>>>()?;
-        out.set_item(k, items)?;
-    }
-    PyTuple::new(py, [context.into_any(), out.into_any()])
+    crate::errors::guard("decode_sequence_example", || {
+        let (context, lists) =
+            tfrecordkit_core::decode_sequence_example(&bytes_like(data)?).py_err(py)?;
+        let context = features_to_dict(py, context)?;
+        let out = PyDict::new(py);
+        for (k, steps) in lists {
+            let items = steps
+                .into_iter()
+                .map(|f| feature_to_py(py, f))
+                .collect::<PyResult<Vec<_>>>()?;
+            out.set_item(k, items)?;
+        }
+        PyTuple::new(py, [context.into_any(), out.into_any()])
+    })
 }
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::init(m.py())?;
+    m.add_function(wrap_pyfunction!(errors::_selftest_panic, m)?)?;
     m.add_function(wrap_pyfunction!(encode_example, m)?)?;
     m.add_function(wrap_pyfunction!(decode_example, m)?)?;
     m.add_function(wrap_pyfunction!(encode_sequence_example, m)?)?;
@@ -123,5 +132,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pipeline::Take>()?;
     m.add_class::<pipeline::Repeat>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("MAX_VALUES", tfrecordkit_core::MAX_VALUES)?;
+    m.add("MAX_FILL", tfrecordkit_core::MAX_FILL)?;
+    m.add("MAX_PIXELS", tfrecordkit_core::image::DEFAULT_MAX_PIXELS)?;
     Ok(())
 }

@@ -41,40 +41,42 @@ impl CompiledSchema {
     /// "fixed", "var" or "sequence" and `default` is a flat list or None.
     #[new]
     fn new(py: Python<'_>, specs: Vec<Bound<'_, PyTuple>>) -> PyResult<Self> {
-        let mut out = Vec::with_capacity(specs.len());
-        for t in specs {
-            let (key, dtype, kind, shape, allow_missing, default): (
-                String,
-                String,
-                String,
-                Vec<usize>,
-                bool,
-                Bound<'_, PyAny>,
-            ) = t.extract()?;
-            let dtype = dtype_of(&dtype)?;
-            let kind = match kind.as_str() {
-                "fixed" => SpecKind::FixedLen { shape },
-                "var" => SpecKind::VarLen,
-                "sequence" => SpecKind::FixedLenSequence {
-                    shape,
-                    allow_missing,
-                },
-                other => return Err(PyValueError::new_err(format!("unknown kind {other:?}"))),
-            };
-            let default = if default.is_none() {
-                None
-            } else {
-                Some(default_column(dtype, &default)?)
-            };
-            out.push(FeatureSpec {
-                key,
-                dtype,
-                kind,
-                default,
-            });
-        }
-        Ok(CompiledSchema {
-            schema: Schema::new(out).py_err(py)?,
+        crate::errors::guard("CompiledSchema.new", || {
+            let mut out = Vec::with_capacity(specs.len());
+            for t in specs {
+                let (key, dtype, kind, shape, allow_missing, default): (
+                    String,
+                    String,
+                    String,
+                    Vec<usize>,
+                    bool,
+                    Bound<'_, PyAny>,
+                ) = t.extract()?;
+                let dtype = dtype_of(&dtype)?;
+                let kind = match kind.as_str() {
+                    "fixed" => SpecKind::FixedLen { shape },
+                    "var" => SpecKind::VarLen,
+                    "sequence" => SpecKind::FixedLenSequence {
+                        shape,
+                        allow_missing,
+                    },
+                    other => return Err(PyValueError::new_err(format!("unknown kind {other:?}"))),
+                };
+                let default = if default.is_none() {
+                    None
+                } else {
+                    Some(default_column(dtype, &default)?)
+                };
+                out.push(FeatureSpec {
+                    key,
+                    dtype,
+                    kind,
+                    default,
+                });
+            }
+            Ok(CompiledSchema {
+                schema: Schema::new(out).py_err(py)?,
+            })
         })
     }
 }
@@ -101,11 +103,13 @@ pub fn parse_examples<'py>(
     records: &Bound<'py, PyAny>,
     schema: &CompiledSchema,
 ) -> PyResult<Vec<ParsedPy<'py>>> {
-    let parsed = with_records(records, |slices| {
-        py.detach(|| core_parse(&schema.schema, slices))
-    })?
-    .py_err(py)?;
-    parsed_to_py(py, parsed)
+    crate::errors::guard("parse_examples", || {
+        let parsed = with_records(records, |slices| {
+            py.detach(|| core_parse(&schema.schema, slices))
+        })?
+        .py_err(py)?;
+        parsed_to_py(py, parsed)
+    })
 }
 
 /// Calls `f` with the records of a list or iterable of bytes-like objects, borrowed where
@@ -179,24 +183,26 @@ pub fn parse_feature_lists<'py>(
     records: &Bound<'py, PyAny>,
     wanted: Vec<(String, String)>,
 ) -> PyResult<Vec<FeatureListPy<'py>>> {
-    let wanted = wanted
-        .into_iter()
-        .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
-        .collect::<PyResult<Vec<_>>>()?;
-    let cols = with_records(records, |slices| {
-        py.detach(|| tfrecordkit_core::sequence::parse_feature_lists(&wanted, slices))
-    })?
-    .py_err(py)?;
-    cols.into_iter()
-        .map(|c| {
-            Ok((
-                column_to_py(py, c.values)?,
-                PyArray1::from_vec(py, c.steps).into_any(),
-                PyArray1::from_vec(py, c.step_values).into_any(),
-                PyArray1::from_vec(py, c.present).into_any(),
-            ))
-        })
-        .collect()
+    crate::errors::guard("parse_feature_lists", || {
+        let wanted = wanted
+            .into_iter()
+            .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let cols = with_records(records, |slices| {
+            py.detach(|| tfrecordkit_core::sequence::parse_feature_lists(&wanted, slices))
+        })?
+        .py_err(py)?;
+        cols.into_iter()
+            .map(|c| {
+                Ok((
+                    column_to_py(py, c.values)?,
+                    PyArray1::from_vec(py, c.steps).into_any(),
+                    PyArray1::from_vec(py, c.step_values).into_any(),
+                    PyArray1::from_vec(py, c.present).into_any(),
+                ))
+            })
+            .collect()
+    })
 }
 
 /// A `FixedLenSequence` list of a batch padded to `[records, width * stride]` with `pad`
@@ -204,23 +210,30 @@ pub fn parse_feature_lists<'py>(
 #[pyfunction]
 pub fn pad_steps<'py>(
     py: Python<'py>,
+    key: &str,
     values: &Bound<'py, PyAny>,
     steps: PyReadonlyArray1<'py, i64>,
     step_values: PyReadonlyArray1<'py, i64>,
     stride: usize,
     pad: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (steps, step_values) = (steps.as_slice()?, step_values.as_slice()?);
-    let records = steps.len().saturating_sub(1);
-    let (out, width) = if let Ok(v) = values.extract::<PyReadonlyArray1<'py, i64>>() {
-        let (v, pad) = (v.as_slice()?, pad.extract::<i64>()?);
-        let (out, width) = py.detach(|| sequence::pad_steps(v, steps, step_values, stride, pad));
-        (PyArray1::from_vec(py, out).into_any(), width)
-    } else {
-        let v = values.extract::<PyReadonlyArray1<'py, f32>>()?;
-        let (v, pad) = (v.as_slice()?, pad.extract::<f32>()?);
-        let (out, width) = py.detach(|| sequence::pad_steps(v, steps, step_values, stride, pad));
-        (PyArray1::from_vec(py, out).into_any(), width)
-    };
-    out.call_method1("reshape", ((records, width * stride),))
+    crate::errors::guard("pad_steps", || {
+        let (steps, step_values) = (steps.as_slice()?, step_values.as_slice()?);
+        let records = steps.len().saturating_sub(1);
+        let (out, width) = if let Ok(v) = values.extract::<PyReadonlyArray1<'py, i64>>() {
+            let (v, pad) = (v.as_slice()?, pad.extract::<i64>()?);
+            let (out, width) = py
+                .detach(|| sequence::pad_steps(key, v, steps, step_values, stride, pad))
+                .py_err(py)?;
+            (PyArray1::from_vec(py, out).into_any(), width)
+        } else {
+            let v = values.extract::<PyReadonlyArray1<'py, f32>>()?;
+            let (v, pad) = (v.as_slice()?, pad.extract::<f32>()?);
+            let (out, width) = py
+                .detach(|| sequence::pad_steps(key, v, steps, step_values, stride, pad))
+                .py_err(py)?;
+            (PyArray1::from_vec(py, out).into_any(), width)
+        };
+        out.call_method1("reshape", ((records, width * stride),))
+    })
 }

@@ -57,10 +57,12 @@ impl Shuffle {
     #[new]
     #[pyo3(signature = (buffer_size, seed=None))]
     fn new(buffer_size: usize, seed: Option<u64>) -> PyResult<Self> {
-        if buffer_size == 0 {
-            return Err(PyValueError::new_err("buffer_size must be at least 1"));
-        }
-        Ok(Shuffle { buffer_size, seed })
+        crate::errors::guard("Shuffle.new", || {
+            if buffer_size == 0 {
+                return Err(PyValueError::new_err("buffer_size must be at least 1"));
+            }
+            Ok(Shuffle { buffer_size, seed })
+        })
     }
 
     fn __getnewargs__(&self) -> (usize, Option<u64>) {
@@ -86,12 +88,14 @@ pub struct Shard {
 impl Shard {
     #[new]
     fn new(num_shards: u64, index: u64) -> PyResult<Self> {
-        if index >= num_shards {
-            return Err(PyValueError::new_err(format!(
-                "index must be in [0, {num_shards}), not {index}"
-            )));
-        }
-        Ok(Shard { num_shards, index })
+        crate::errors::guard("Shard.new", || {
+            if index >= num_shards {
+                return Err(PyValueError::new_err(format!(
+                    "index must be in [0, {num_shards}), not {index}"
+                )));
+            }
+            Ok(Shard { num_shards, index })
+        })
     }
 
     fn __getnewargs__(&self) -> (u64, u64) {
@@ -320,11 +324,13 @@ impl Pipeline {
     /// Starts the threads of `plan`, a `tfrecordkit._plan.NativePlan`.
     #[new]
     fn new(py: Python<'_>, plan: PlanSpec<'_>) -> PyResult<Self> {
-        let (plan, opener) = plan.plan(py)?;
-        let inner =
-            tfrecordkit_core::pipeline::Pipeline::start(plan, crate::opener::shared(opener))
-                .py_err(py)?;
-        Ok(Pipeline { inner })
+        crate::errors::guard("Pipeline.new", || {
+            let (plan, opener) = plan.plan(py)?;
+            let inner =
+                tfrecordkit_core::pipeline::Pipeline::start(plan, crate::opener::shared(opener))
+                    .py_err(py)?;
+            Ok(Pipeline { inner })
+        })
     }
 
     /// Stops the pipeline's threads and waits for them.
@@ -338,28 +344,30 @@ impl Pipeline {
     /// schema feature as `parse_examples` returns them; `None` at the end. Damage raises,
     /// at its place in the stream; with `continue_on_error` the next call goes on after it.
     fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let inner = &mut self.inner;
-        let Some(item) = py.detach(|| inner.next_item()) else {
-            return Ok(None);
-        };
-        let out = match item.py_err(py)? {
-            Payload::Records(batch, keys) => {
-                let records = PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))?;
-                (keys.into_pyarray(py), records.into_any())
-            }
-            Payload::Parsed(parsed, keys) => {
-                let pool = self.inner.pixel_pool();
-                let mut out = Vec::with_capacity(parsed.len());
-                for d in parsed {
-                    out.push(match d {
-                        Decoded::Feature(p) => parsed_column_to_py(py, p)?,
-                        Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool))?,
-                    });
+        crate::errors::guard("Pipeline.next", || {
+            let inner = &mut self.inner;
+            let Some(item) = py.detach(|| inner.next_item()) else {
+                return Ok(None);
+            };
+            let out = match item.py_err(py)? {
+                Payload::Records(batch, keys) => {
+                    let records = PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))?;
+                    (keys.into_pyarray(py), records.into_any())
                 }
-                (keys.into_pyarray(py), PyList::new(py, out)?.into_any())
-            }
-        };
-        Ok(Some(PyTuple::new(py, [out.0.into_any(), out.1])?))
+                Payload::Parsed(parsed, keys) => {
+                    let pool = self.inner.pixel_pool();
+                    let mut out = Vec::with_capacity(parsed.len());
+                    for d in parsed {
+                        out.push(match d {
+                            Decoded::Feature(p) => parsed_column_to_py(py, p)?,
+                            Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool))?,
+                        });
+                    }
+                    (keys.into_pyarray(py), PyList::new(py, out)?.into_any())
+                }
+            };
+            Ok(Some(PyTuple::new(py, [out.0.into_any(), out.1])?))
+        })
     }
 }
 
@@ -383,13 +391,15 @@ impl FileOrder {
     #[new]
     #[pyo3(signature = (n, file_ops, epoch=0))]
     fn new(n: usize, file_ops: Vec<Stage<'_>>, epoch: u64) -> PyResult<Self> {
-        let ops: Vec<FileOp> = file_ops
-            .iter()
-            .map(Stage::file_op)
-            .collect::<PyResult<_>>()?;
-        let order = tfrecordkit_core::pipeline::file_order_of(&ops, n, epoch);
-        Ok(FileOrder {
-            inner: Box::new(SyncIter(std::sync::Mutex::new(order))),
+        crate::errors::guard("FileOrder.new", || {
+            let ops: Vec<FileOp> = file_ops
+                .iter()
+                .map(Stage::file_op)
+                .collect::<PyResult<_>>()?;
+            let order = tfrecordkit_core::pipeline::file_order_of(&ops, n, epoch);
+            Ok(FileOrder {
+                inner: Box::new(SyncIter(std::sync::Mutex::new(order))),
+            })
         })
     }
 

@@ -41,19 +41,21 @@ impl RecordReader {
         follow: bool,
         opener: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let mut opts = ReadOptions {
-            compression: compression_arg(py, compression)?,
-            verify,
-            resync,
-            follow,
-            ..ReadOptions::default()
-        };
-        if let Some(m) = max_record_bytes {
-            opts.max_record_bytes = m;
-        }
-        Ok(RecordReader {
-            inner: MultiFileReader::new(paths, opts, crate::opener::shared(opener)),
-            batch: RecordBatch::default(),
+        crate::errors::guard("RecordReader.new", || {
+            let mut opts = ReadOptions {
+                compression: compression_arg(py, compression)?,
+                verify,
+                resync,
+                follow,
+                ..ReadOptions::default()
+            };
+            if let Some(m) = max_record_bytes {
+                opts.max_record_bytes = m;
+            }
+            Ok(RecordReader {
+                inner: MultiFileReader::new(paths, opts, crate::opener::shared(opener)),
+                batch: RecordBatch::default(),
+            })
         })
     }
 
@@ -65,11 +67,13 @@ impl RecordReader {
         max_records: usize,
         max_bytes: usize,
     ) -> PyResult<Bound<'py, PyList>> {
-        let RecordReader { inner, batch } = self;
-        batch.clear();
-        py.detach(|| inner.read_batch(batch, max_records.max(1), max_bytes))
-            .py_err(py)?;
-        PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))
+        crate::errors::guard("RecordReader.read_batch", || {
+            let RecordReader { inner, batch } = self;
+            batch.clear();
+            py.detach(|| inner.read_batch(batch, max_records.max(1), max_bytes))
+                .py_err(py)?;
+            PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))
+        })
     }
 
     /// Reads up to `max_records` records and parses them with `schema` in one native call;
@@ -83,33 +87,35 @@ impl RecordReader {
         max_records: usize,
         raw_bytes: bool,
     ) -> PyResult<Option<Vec<ParsedPy<'py>>>> {
-        let RecordReader { inner, batch } = self;
-        batch.clear();
-        py.detach(|| inner.read_batch(batch, max_records.max(1), usize::MAX))
-            .py_err(py)?;
-        if batch.is_empty() {
-            return Ok(None);
-        }
-        let records: Vec<&[u8]> = batch.iter().collect();
-        let parsed = py
-            .detach(|| tfrecordkit_core::parse_examples(&schema.schema, &records))
-            .map_err(|mut e| {
-                let origin = e.record_index.and_then(|i| inner.origin_in_batch(i));
-                if let Some((path, index)) = origin {
-                    e.path = Some(path.to_owned());
-                    e.record_index = Some(index);
-                }
-                e
-            })
-            .py_err(py)?;
-        if raw_bytes {
-            return parsed
-                .into_iter()
-                .map(|p| parsed_column_to_raw(py, p))
-                .collect::<PyResult<_>>()
-                .map(Some);
-        }
-        parsed_to_py(py, parsed).map(Some)
+        crate::errors::guard("RecordReader.read_parsed", || {
+            let RecordReader { inner, batch } = self;
+            batch.clear();
+            py.detach(|| inner.read_batch(batch, max_records.max(1), usize::MAX))
+                .py_err(py)?;
+            if batch.is_empty() {
+                return Ok(None);
+            }
+            let records: Vec<&[u8]> = batch.iter().collect();
+            let parsed = py
+                .detach(|| tfrecordkit_core::parse_examples(&schema.schema, &records))
+                .map_err(|mut e| {
+                    let origin = e.record_index.and_then(|i| inner.origin_in_batch(i));
+                    if let Some((path, index)) = origin {
+                        e.path = Some(path.to_owned());
+                        e.record_index = Some(index);
+                    }
+                    e
+                })
+                .py_err(py)?;
+            if raw_bytes {
+                return parsed
+                    .into_iter()
+                    .map(|p| parsed_column_to_raw(py, p))
+                    .collect::<PyResult<_>>()
+                    .map(Some);
+            }
+            parsed_to_py(py, parsed).map(Some)
+        })
     }
 
     /// `(path, records delivered)` for every file opened so far.
@@ -154,43 +160,49 @@ impl RecordWriter {
         index: bool,
         member_bytes: Option<u64>,
     ) -> PyResult<Self> {
-        let level = match level {
-            None => None,
-            Some(l @ 0..=9) => Some(l as u32),
-            Some(l) => {
-                return Err(PyValueError::new_err(format!(
-                    "compression level {l} is out of range 0-9"
-                )))
-            }
-        };
-        let compression = match compression {
-            Some(name) => compression_arg(py, Some(name))?,
-            None => Some(Compression::None),
-        };
-        let opts = WriteOptions {
-            compression,
-            level,
-            atomic,
-            index,
-            member_bytes,
-        };
-        let inner = tfrecordkit_core::RecordWriter::with_options(path, opts).py_err(py)?;
-        Ok(RecordWriter { inner })
+        crate::errors::guard("RecordWriter.new", || {
+            let level = match level {
+                None => None,
+                Some(l @ 0..=9) => Some(l as u32),
+                Some(l) => {
+                    return Err(PyValueError::new_err(format!(
+                        "compression level {l} is out of range 0-9"
+                    )))
+                }
+            };
+            let compression = match compression {
+                Some(name) => compression_arg(py, Some(name))?,
+                None => Some(Compression::None),
+            };
+            let opts = WriteOptions {
+                compression,
+                level,
+                atomic,
+                index,
+                member_bytes,
+            };
+            let inner = tfrecordkit_core::RecordWriter::with_options(path, opts).py_err(py)?;
+            Ok(RecordWriter { inner })
+        })
     }
 
     fn write(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.inner.write(&bytes_like(data)?).py_err(py)
+        crate::errors::guard("RecordWriter.write", || {
+            self.inner.write(&bytes_like(data)?).py_err(py)
+        })
     }
 
     /// Writes every bytes-like item of an iterable; returns how many.
     fn write_many(&mut self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let mut n = 0;
-        for item in records.try_iter()? {
-            let item = item?;
-            self.inner.write(&bytes_like(&item)?).py_err(py)?;
-            n += 1;
-        }
-        Ok(n)
+        crate::errors::guard("RecordWriter.write_many", || {
+            let mut n = 0;
+            for item in records.try_iter()? {
+                let item = item?;
+                self.inner.write(&bytes_like(&item)?).py_err(py)?;
+                n += 1;
+            }
+            Ok(n)
+        })
     }
 
     /// Encodes rows `start..end` of a table as Examples and writes them; returns how many.
@@ -203,29 +215,35 @@ impl RecordWriter {
         end: Option<usize>,
         parallel: bool,
     ) -> PyResult<usize> {
-        let end = end.unwrap_or(table.rows()).min(table.rows());
-        let start = start.min(end);
-        table.with_refs(py, |refs, cols| {
-            let inner = &mut self.inner;
-            py.detach(|| {
-                for chunk in frame_table(refs, cols, start..end, parallel) {
-                    inner.write_framed(&chunk)?;
-                }
-                Ok(())
+        crate::errors::guard("RecordWriter.write_columns", || {
+            let end = end.unwrap_or(table.rows()).min(table.rows());
+            let start = start.min(end);
+            table.with_refs(py, |refs, cols| {
+                let inner = &mut self.inner;
+                py.detach(|| {
+                    for chunk in frame_table(refs, cols, start..end, parallel) {
+                        inner.write_framed(&chunk)?;
+                    }
+                    Ok(())
+                })
+                .py_err(py)?;
+                Ok(end - start)
             })
-            .py_err(py)?;
-            Ok(end - start)
         })
     }
 
     fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
-        let inner = &mut self.inner;
-        py.detach(|| inner.flush()).py_err(py)
+        crate::errors::guard("RecordWriter.flush", || {
+            let inner = &mut self.inner;
+            py.detach(|| inner.flush()).py_err(py)
+        })
     }
 
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        let inner = &mut self.inner;
-        py.detach(|| inner.close()).py_err(py)
+        crate::errors::guard("RecordWriter.close", || {
+            let inner = &mut self.inner;
+            py.detach(|| inner.close()).py_err(py)
+        })
     }
 
     fn abort(&mut self) {
@@ -235,18 +253,22 @@ impl RecordWriter {
     /// Finishes and syncs the file without renaming it; returns what it holds:
     /// `{"data": path, "index": path or None, "records", "bytes", "crc32c"}`.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let inner = &mut self.inner;
-        let f = py.detach(|| inner.finish()).py_err(py)?;
-        finished_dict(py, &f)
+        crate::errors::guard("RecordWriter.finish", || {
+            let inner = &mut self.inner;
+            let f = py.detach(|| inner.finish()).py_err(py)?;
+            finished_dict(py, &f)
+        })
     }
 
     /// What the closed (or finished) file holds, as `finish` returns it; None while open.
     #[getter]
     fn summary<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.inner
-            .finished()
-            .map(|f| finished_dict(py, f))
-            .transpose()
+        crate::errors::guard("RecordWriter.summary", || {
+            self.inner
+                .finished()
+                .map(|f| finished_dict(py, f))
+                .transpose()
+        })
     }
 
     #[getter]
@@ -293,10 +315,12 @@ pub fn count_records(
     compression: Option<&str>,
     opener: Option<Py<PyAny>>,
 ) -> PyResult<u64> {
-    let compression = compression_arg(py, compression)?;
-    let opener = crate::opener::shared(opener);
-    py.detach(|| tfrecordkit_core::count_records(path, compression, &opener))
-        .py_err(py)
+    crate::errors::guard("count_records", || {
+        let compression = compression_arg(py, compression)?;
+        let opener = crate::opener::shared(opener);
+        py.detach(|| tfrecordkit_core::count_records(path, compression, &opener))
+            .py_err(py)
+    })
 }
 
 /// The records framed in `framed` (`.idx` entries' bytes, fetched from `offsets` of
@@ -310,19 +334,23 @@ pub fn unframe_records<'py>(
     path: &str,
     verify: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    if framed.len() != offsets.len() {
-        return Err(PyValueError::new_err("framed and offsets differ in length"));
-    }
-    let records = py
-        .detach(|| {
-            framed
-                .into_iter()
-                .zip(offsets)
-                .map(|(buf, offset)| tfrecordkit_core::unframe_record(buf, path, offset, verify))
-                .collect::<tfrecordkit_core::Result<Vec<_>>>()
-        })
-        .py_err(py)?;
-    PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+    crate::errors::guard("unframe_records", || {
+        if framed.len() != offsets.len() {
+            return Err(PyValueError::new_err("framed and offsets differ in length"));
+        }
+        let records = py
+            .detach(|| {
+                framed
+                    .into_iter()
+                    .zip(offsets)
+                    .map(|(buf, offset)| {
+                        tfrecordkit_core::unframe_record(buf, path, offset, verify)
+                    })
+                    .collect::<tfrecordkit_core::Result<Vec<_>>>()
+            })
+            .py_err(py)?;
+        PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+    })
 }
 
 /// Every record of one gzip member's bytes, `data`, fetched from a seekable gzip `path`.
@@ -334,10 +362,12 @@ pub fn member_records<'py>(
     path: &str,
     verify: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let records = py
-        .detach(|| tfrecordkit_core::member_records(data, path, verify))
-        .py_err(py)?;
-    PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+    crate::errors::guard("member_records", || {
+        let records = py
+            .detach(|| tfrecordkit_core::member_records(data, path, verify))
+            .py_err(py)?;
+        PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+    })
 }
 
 /// The record framed in `length` bytes at `offset` of an uncompressed file.
@@ -350,10 +380,12 @@ pub fn read_record_at<'py>(
     length: u64,
     verify: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let data = py
-        .detach(|| tfrecordkit_core::read_record_at(path, offset, length, verify))
-        .py_err(py)?;
-    Ok(PyBytes::new(py, &data))
+    crate::errors::guard("read_record_at", || {
+        let data = py
+            .detach(|| tfrecordkit_core::read_record_at(path, offset, length, verify))
+            .py_err(py)?;
+        Ok(PyBytes::new(py, &data))
+    })
 }
 
 /// Every record of the gzip member of `length` compressed bytes at `offset`.
@@ -366,10 +398,12 @@ pub fn read_member<'py>(
     length: u64,
     verify: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let records = py
-        .detach(|| tfrecordkit_core::read_member(path, offset, length, verify))
-        .py_err(py)?;
-    PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+    crate::errors::guard("read_member", || {
+        let records = py
+            .detach(|| tfrecordkit_core::read_member(path, offset, length, verify))
+            .py_err(py)?;
+        PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+    })
 }
 
 /// `(offset, framed length)` of every record of an uncompressed file, checksums checked;
@@ -381,9 +415,11 @@ pub fn index_records(
     path: &str,
     opener: Option<Py<PyAny>>,
 ) -> PyResult<Vec<(u64, u64)>> {
-    let opener = crate::opener::shared(opener);
-    py.detach(|| tfrecordkit_core::index_records(path, &opener))
-        .py_err(py)
+    crate::errors::guard("index_records", || {
+        let opener = crate::opener::shared(opener);
+        py.detach(|| tfrecordkit_core::index_records(path, &opener))
+            .py_err(py)
+    })
 }
 
 /// Masked CRC32C of `data`, as TFRecord framing stores it.
@@ -402,10 +438,12 @@ pub fn read_records_at<'py>(
     positions: Vec<(u64, u64)>,
     verify: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let records = py
-        .detach(|| tfrecordkit_core::read_records_at(path, &positions, verify))
-        .py_err(py)?;
-    PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+    crate::errors::guard("read_records_at", || {
+        let records = py
+            .detach(|| tfrecordkit_core::read_records_at(path, &positions, verify))
+            .py_err(py)?;
+        PyList::new(py, records.iter().map(|r| PyBytes::new(py, r)))
+    })
 }
 
 /// `data` in TFRecord framing: length, its masked CRC32C, data, its masked CRC32C.
@@ -419,8 +457,10 @@ pub fn frame_record<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
 /// CRC32C (unmasked) of a whole file, as dataset manifests record it.
 #[pyfunction]
 pub fn file_crc32c(py: Python<'_>, path: &str) -> PyResult<u32> {
-    py.detach(|| tfrecordkit_core::crc::file_crc32c(path))
-        .py_err(py)
+    crate::errors::guard("file_crc32c", || {
+        py.detach(|| tfrecordkit_core::crc::file_crc32c(path))
+            .py_err(py)
+    })
 }
 
 /// Moves a finished shard's temporary `data` (and `index` sidecar) to `path` (and
@@ -436,11 +476,13 @@ pub fn commit_shard(
     index_path: Option<PathBuf>,
     replace: bool,
 ) -> PyResult<()> {
-    let sidecar = match (&index, &index_path) {
-        (Some(t), Some(f)) => Some((t.as_path(), f.as_path())),
-        (None, None) => None,
-        _ => return Err(PyValueError::new_err("index and index_path go together")),
-    };
-    py.detach(|| tfrecordkit_core::commit_shard(&data, sidecar, &path, replace))
-        .py_err(py)
+    crate::errors::guard("commit_shard", || {
+        let sidecar = match (&index, &index_path) {
+            (Some(t), Some(f)) => Some((t.as_path(), f.as_path())),
+            (None, None) => None,
+            _ => return Err(PyValueError::new_err("index and index_path go together")),
+        };
+        py.detach(|| tfrecordkit_core::commit_shard(&data, sidecar, &path, replace))
+            .py_err(py)
+    })
 }

@@ -120,19 +120,21 @@ impl Table {
         columns: Vec<Bound<'_, PyAny>>,
         n_rows: usize,
     ) -> PyResult<Self> {
-        if names.len() != columns.len() {
-            return Err(PyTypeError::new_err("one name per column"));
-        }
-        let columns = columns.iter().map(store).collect::<PyResult<Vec<_>>>()?;
-        let table = Table {
-            names,
-            columns,
-            n_rows,
-        };
-        table.with_refs(py, |names, refs| {
-            check_table(names, refs, n_rows).py_err(py)
-        })?;
-        Ok(table)
+        crate::errors::guard("Table.new", || {
+            if names.len() != columns.len() {
+                return Err(PyTypeError::new_err("one name per column"));
+            }
+            let columns = columns.iter().map(store).collect::<PyResult<Vec<_>>>()?;
+            let table = Table {
+                names,
+                columns,
+                n_rows,
+            };
+            table.with_refs(py, |names, refs| {
+                check_table(names, refs, n_rows).py_err(py)
+            })?;
+            Ok(table)
+        })
     }
 
     #[getter]
@@ -205,12 +207,14 @@ fn same_len<T>(values: &[T], checked: usize) -> PyResult<&[T]> {
 /// Encodes a table as serialized Examples (unframed), one bytes object per row.
 #[pyfunction]
 pub fn encode_columns<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyList>> {
-    let n_rows = table.rows();
-    table.with_refs(py, |names, cols| {
-        PyList::new(
-            py,
-            (0..n_rows).map(|i| PyBytes::new(py, &encode_row(names, cols, i))),
-        )
+    crate::errors::guard("encode_columns", || {
+        let n_rows = table.rows();
+        table.with_refs(py, |names, cols| {
+            PyList::new(
+                py,
+                (0..n_rows).map(|i| PyBytes::new(py, &encode_row(names, cols, i))),
+            )
+        })
     })
 }
 
@@ -220,7 +224,9 @@ pub fn framed_row_sizes<'py>(
     py: Python<'py>,
     table: &Table,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
-    let n_rows = table.rows();
-    let sizes = table.with_refs(py, |names, cols| Ok(framed_sizes(names, cols, n_rows)))?;
-    Ok(PyArray1::from_vec(py, sizes))
+    crate::errors::guard("framed_row_sizes", || {
+        let n_rows = table.rows();
+        let sizes = table.with_refs(py, |names, cols| Ok(framed_sizes(names, cols, n_rows)))?;
+        Ok(PyArray1::from_vec(py, sizes))
+    })
 }

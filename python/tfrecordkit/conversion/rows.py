@@ -7,12 +7,14 @@ import csv
 import io
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .. import _core
 from .._paths import (
     StorageOptions,
     filesystem,
@@ -161,7 +163,17 @@ def load_image(
 
     data = read_bytes(uri, options)
     try:
-        with Image.open(io.BytesIO(data)) as img:
+        with warnings.catch_warnings():
+            # Sizes are checked below, against the bound decode_image keeps too.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
+        with img:
+            width, height = img.size
+            if width * height > _core.MAX_PIXELS:
+                raise ValueError(
+                    f"image too large: {width}x{height} pixels, more than the "
+                    f"{_core.MAX_PIXELS:,} an image may decode to"
+                )
             img.load()  # decode fully: a truncated or damaged image is refused here
             source_format = (img.format or "").upper()
             if size is not None or (fmt is not None and fmt.upper() != source_format):
@@ -177,6 +189,8 @@ def load_image(
             channels = _CHANNELS.get(img.mode, len(img.getbands()))
     except UnidentifiedImageError:
         raise ValueError("undecodable image: not a recognized image format") from None
+    except Image.DecompressionBombError as err:
+        raise ValueError(f"image too large: {err}") from None
     except (OSError, SyntaxError, ValueError) as err:
         raise ValueError(f"undecodable image: {err}") from None
     return data, height, width, channels, source_format.lower()

@@ -209,7 +209,10 @@ impl Pipeline {
             let pool = Arc::clone(&pool);
             spawn("tfr-parse", move || {
                 for work in rx {
-                    let items = parse_unit(&plan, &files, &pool, work.batch, &work.origins);
+                    let items = Error::catch("a parse thread", || {
+                        parse_unit(&plan, &files, &pool, work.batch, &work.origins)
+                    })
+                    .unwrap_or_else(|e| vec![Err(e)]);
                     let _ = work.reply.send(items);
                 }
             });
@@ -219,13 +222,18 @@ impl Pipeline {
         let stop = Arc::new(AtomicBool::new(false));
         let producer_stop = Arc::clone(&stop);
         let producer = spawn("tfr-pipeline", move || {
-            produce(
-                &producer_plan,
-                &producer_files,
-                &out_tx,
-                work_tx.as_ref(),
-                &producer_stop,
-            )
+            let run = Error::catch("the pipeline thread", || {
+                produce(
+                    &producer_plan,
+                    &producer_files,
+                    &out_tx,
+                    work_tx.as_ref(),
+                    &producer_stop,
+                )
+            });
+            if let Err(e) = run {
+                let _ = out_tx.send(Unit::Ready(vec![Err(e)]));
+            }
         });
         let refill = refills(&plan).then(|| Refill::new(plan.batch_size, plan.drop_remainder));
         Ok(Pipeline {

@@ -120,8 +120,14 @@ impl Slot {
         let files = Arc::clone(files);
         let stop = Arc::clone(stop);
         spawn("tfr-read", move || {
-            if files.read_into(file, &tx, &stop) {
-                let _ = tx.send(Msg::End);
+            match Error::catch("a read thread", || files.read_into(file, &tx, &stop)) {
+                Ok(true) => {
+                    let _ = tx.send(Msg::End);
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    let _ = tx.send(Msg::Error(e));
+                }
             }
         });
         Slot { rx, chunk: None }
@@ -246,14 +252,25 @@ impl Sloppy {
                 Arc::clone(&stop),
             );
             spawn("tfr-read", move || {
-                loop {
-                    let next = order.lock().map(|mut o| o.next()).unwrap_or(None);
-                    let Some(file) = next else { break };
-                    if !files.read_into(file, &tx, &stop) {
-                        return;
+                let run = Error::catch("a read thread", || {
+                    loop {
+                        let next = order.lock().map(|mut o| o.next()).unwrap_or(None);
+                        let Some(file) = next else { break };
+                        if !files.read_into(file, &tx, &stop) {
+                            return false;
+                        }
+                    }
+                    true
+                });
+                match run {
+                    Ok(true) => {
+                        let _ = tx.send(Msg::End);
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        let _ = tx.send(Msg::Error(e));
                     }
                 }
-                let _ = tx.send(Msg::End);
             });
         }
         Sloppy {
