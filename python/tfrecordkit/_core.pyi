@@ -49,6 +49,7 @@ __all__ = [
     "sparse_layout",
     "unframe_records",
     "__version__",
+    "_selftest_panic",
 ]
 __version__: str
 MAX_VALUES: int
@@ -139,8 +140,6 @@ class RecordReader:
     ) -> list[tuple[Any, list[int], np.ndarray | None]] | None: ...
     def delivered(self) -> list[tuple[str, int]]: ...
     def origin_in_batch(self, i: int) -> tuple[str, int] | None: ...
-    @property
-    def current_path(self) -> str | None: ...
 
 @final
 class RecordWriter:
@@ -176,8 +175,6 @@ class RecordWriter:
 @final
 class PipelineCache:
     def __new__(cls, filename: str | None = None) -> PipelineCache: ...
-    @property
-    def complete(self) -> bool: ...
 
 @final
 class Shuffle:

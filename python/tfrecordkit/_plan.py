@@ -19,7 +19,7 @@ import numpy as np
 from . import _core, _stages
 from ._paths import URLOpener
 from ._policy import policed
-from .errors import SchemaError, TFRecordError
+from .errors import TFRecordError
 from .image import ImageOptions
 from .schema import FixedLen, FixedLenSequence, RaggedFeature, Schema, SparseFeature
 
@@ -215,9 +215,9 @@ def _add_image(plan: Plan, op: DecodeImage) -> None:
     key = op.key
     spec = plan.schema.get(key)
     if spec is None:
-        raise SchemaError(f"decode_image({key!r}): the schema has no feature {key!r}")
+        raise ValueError(f"decode_image({key!r}): the schema has no feature {key!r}")
     if not isinstance(spec, FixedLen) or spec.dtype != "bytes" or list(spec.shape) != []:
-        raise SchemaError(
+        raise ValueError(
             f"decode_image({key!r}) needs a FixedLen([], 'bytes') feature, not {spec!r}"
         )
     if any(image.key == key for image in plan.images):

@@ -44,7 +44,6 @@ from .schema import (
 
 __all__ = [
     "arrow_type",
-    "fixed_size_dims",
     "list_array",
     "nest_fixed_size",
     "ragged_array",
@@ -104,15 +103,6 @@ def _fixed_type(pa: Any, leaf: Any, shape: Sequence[int]) -> Any:
     for d in reversed(shape):
         leaf = pa.list_(leaf, d)
     return leaf
-
-
-def fixed_size_dims(pa: Any, kind: Any) -> tuple[Any, list[int]]:
-    """The leaf type of a (nested) ``fixed_size_list`` type, and its sizes, outermost first."""
-    dims = []
-    while pa.types.is_fixed_size_list(kind):
-        dims.append(kind.list_size)
-        kind = kind.value_type
-    return kind, dims
 
 
 def nest_fixed_size(pa: Any, array: Any, dims: Sequence[int]) -> Any:

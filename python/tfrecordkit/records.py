@@ -15,6 +15,7 @@ from ._paths import (
     PathLike,
     Paths,
     StorageOptions,
+    basename,
     expand_paths,
     file_size,
     opener_for,
@@ -32,7 +33,6 @@ from .table import as_table
 __all__ = [
     "RecordWriter",
     "count",
-    "expand_paths",
     "infer_schema",
     "read_batches",
     "read_examples",
@@ -232,7 +232,7 @@ def count(
 
 def _known_count(path: str, manifests: dict[str, Any], options: StorageOptions) -> int | None:
     size = file_size(path, options)
-    name = os.path.basename(path)
+    name = basename(path)
     m = SHARD_RE.match(name)
     if m:
         mpath = manifest_path(path[: len(path) - len(name)] + m.group("prefix"))

@@ -629,10 +629,11 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
             if num_shards is None:
                 # Enough shards for the hosts needs the size: the collection is in memory
                 # already, so its records can be too.
-                held = [r for r in stream if r is not SKIPPED]
-                size = sum(len(r) + 16 for r in held)
-                num_shards = _plan_shards(size, None, max_bytes, hosts)
-                num_shards = min(num_shards, max(1, len(held)))
+                # Skipped items stay: they keep their places in the runs cut below.
+                held = list(stream)
+                kept = [r for r in held if r is not SKIPPED]
+                num_shards = _plan_shards(sum(len(r) + 16 for r in kept), None, max_bytes, hosts)
+                num_shards = min(num_shards, max(1, len(kept)))
                 stream = iter(held)
             # Contiguous runs of a known number of records.
             n = _plan_shards(0, num_shards, max_bytes, None)

@@ -261,6 +261,17 @@ def test_hosts_sized_collection_of_records(tmp_path, ds):
     assert ds.records(m.files) == recs
 
 
+def test_hosts_with_skipped_items_keeps_every_record(tmp_path, ds):
+    # Items that turned out to hold nothing (conversion's rows whose image would not load)
+    # keep their places in the runs: the shard bounds still add up to len(data).
+    from tfrecordkit.writer import SKIPPED
+
+    recs = [b"r" * 4000 if i % 5 else SKIPPED for i in range(12 * MiB // 4016)]
+    m = ds.write(recs, tmp_path / "hk", hosts=1)
+    kept = [r for r in recs if r is not SKIPPED]
+    assert len(m.shards) >= 8 and ds.records(m.files) == kept
+
+
 def test_hosts_unsized_iterable_without_num_shards_refused(tmp_path, ds):
     with pytest.raises(ValueError, match="hosts"):
         ds.write(ds.gen(ds.payloads(5)), tmp_path / "hu", hosts=2)

@@ -34,12 +34,6 @@ impl PipelineCache {
             inner: Arc::new(inner),
         }
     }
-
-    /// Whether a complete pass has been kept.
-    #[getter]
-    fn complete(&self) -> bool {
-        self.inner.is_complete()
-    }
 }
 
 /// Shuffles through a buffer of `buffer_size` elements (files or records).

@@ -132,12 +132,6 @@ impl RecordReader {
             .origin_in_batch(i)
             .map(|(path, index)| (path.to_owned(), index))
     }
-
-    /// The file being read, if any.
-    #[getter]
-    fn current_path(&self) -> Option<String> {
-        self.inner.current_path().map(str::to_owned)
-    }
 }
 
 /// Writes framed records; see `tfrecordkit.RecordWriter`.

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import tfds as tfds_lib
-from .._paths import expand_paths, read_bytes
+from .._paths import expand_paths, join, read_bytes
 from .local import contact_sheet, convert_locally, load
 from .rows import SPLITS, ConversionSummary, Job, check_roles, read_table
 
@@ -127,13 +127,13 @@ def _write_tfds_metadata(
     if labels is None:
         # A Beam run into a URL leaves its vocabulary in labels.txt only.
         with contextlib.suppress(FileNotFoundError):
-            labels = read_bytes(os.path.join(out, "labels.txt"), options).decode().splitlines()
+            labels = read_bytes(join(out, "labels.txt"), options).decode().splitlines()
     if labels is not None:
         features["label"] = tfds_lib.ClassLabel(names=labels)
         features["label_text"] = tfds_lib.Text()
     splits = {}
     for split in summary.rows or SPLITS:
-        prefix = os.path.join(out, split.lower())
+        prefix = join(out, split.lower())
         with contextlib.suppress(FileNotFoundError):
             expand_paths(f"{prefix}-*-of-*.tfrecord*", storage_options=options)
             splits[split.lower()] = prefix

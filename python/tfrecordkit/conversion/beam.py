@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from .. import _core
-from .._paths import is_url
+from .._paths import is_url, join
 from ..beam import WriteExamples
 from ..example import encode_example
 from ..index import build_index
@@ -93,7 +93,7 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
     local = not is_url(output_dir)
     if local:
         os.makedirs(output_dir, exist_ok=True)
-        prefixes = [os.path.join(output_dir, s.lower()) for s in SPLITS]
+        prefixes = [join(output_dir, s.lower()) for s in SPLITS]
         existing = [p for prefix in prefixes for p in existing_files(prefix)]
         if existing and not job.overwrite:
             raise FileExistsError(

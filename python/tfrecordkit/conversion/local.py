@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import tfds
-from .._paths import StorageOptions, exists, is_url, read_bytes, remove, write_file
+from .._paths import StorageOptions, exists, is_url, join, read_bytes, remove, write_file
 from .._stages import ordered_map
 from ..dataset import Dataset
 from ..example import decode_example
@@ -82,7 +82,7 @@ def convert_locally(job: Job) -> ConversionSummary:
             examples = _examples(job, rows, label_ids, workers, discarded, bar)
             manifest = write_dataset(
                 _Sized(examples, candidates(split)),
-                os.path.join(output_dir, split.lower()),
+                join(output_dir, split.lower()),
                 num_shards=job.num_shards,
                 max_shard_bytes=job.max_shard_bytes,
                 compression=job.compression,
@@ -101,10 +101,10 @@ def convert_locally(job: Job) -> ConversionSummary:
         bar.close()
     if vocab is not None:
         write_file(
-            os.path.join(output_dir, "labels.txt"), "".join(v + "\n" for v in vocab), options
+            join(output_dir, "labels.txt"), "".join(v + "\n" for v in vocab), options
         )
     discarded.sort(key=lambda d: d["row"])
-    write_discarded(os.path.join(output_dir, "discarded.csv"), columns, discarded, options)
+    write_discarded(join(output_dir, "discarded.csv"), columns, discarded, options)
     summary.discarded = len(discarded)
     summary.seconds = time.monotonic() - job.started
     write_side_files(output_dir, summary, written_schema, options)
@@ -202,7 +202,7 @@ def contact_sheet(
     from PIL import Image, ImageDraw
 
     output_dir = os.fspath(output_dir)
-    pattern = os.path.join(output_dir, f"{split.lower()}-*")
+    pattern = join(output_dir, f"{split.lower()}-*")
     tiles: list[tuple[Image.Image, str]] = []
     broken = 0
     for record in read_records(pattern, storage_options=storage_options):
@@ -242,7 +242,7 @@ def contact_sheet(
         x, y = (k % cols) * cell_w + 4, (k // cols) * cell_h + 4
         sheet.paste(tile, (x + (thumb - tile.width) // 2, y + (thumb - tile.height) // 2))
         draw.text((x, y + thumb + 3), label[:24], fill="black")
-    target = os.path.join(output_dir, f"sheet-{split.lower()}.png") if out is None else out
+    target = join(output_dir, f"sheet-{split.lower()}.png") if out is None else out
     target = os.fspath(target)
     png = io.BytesIO()
     sheet.save(png, format="PNG")
@@ -272,11 +272,11 @@ def load(
     """
     options = storage_options
     output_dir = os.fspath(output_dir)
-    schema_file = os.path.join(output_dir, "schema.json")
+    schema_file = join(output_dir, "schema.json")
     try:
         schema = Schema.from_json(read_bytes(schema_file, options).decode("utf-8"))
     except FileNotFoundError:
-        if not exists(os.path.join(os.path.expanduser(output_dir), tfds.INFO_FILE), options):
+        if not exists(join(os.path.expanduser(output_dir), tfds.INFO_FILE), options):
             raise FileNotFoundError(
                 2, "no schema.json (a convert() output) nor dataset_info.json (TFDS)", schema_file
             ) from None
@@ -287,7 +287,7 @@ def load(
         name = split.lower()
         if name.upper() not in SPLITS:
             raise ValueError(f"split must be one of {[s.lower() for s in SPLITS]}, not {split!r}")
-        prefix = os.path.join(output_dir, name)
+        prefix = join(output_dir, name)
         try:
             files = Manifest.load(prefix, storage_options=options).files
         except FileNotFoundError:

@@ -19,6 +19,7 @@ from .._paths import (
     StorageOptions,
     filesystem,
     is_url,
+    join,
     open_text,
     read_bytes,
     write_file,
@@ -59,10 +60,10 @@ def write_side_files(
     """``schema.json`` (when anything was written) and ``summary.json``."""
     if schema is not None:
         write_file(
-            os.path.join(output_dir, "schema.json"), schema.to_json(indent=1) + "\n", options
+            join(output_dir, "schema.json"), schema.to_json(indent=1) + "\n", options
         )
     write_file(
-        os.path.join(output_dir, "summary.json"), json.dumps(asdict(summary), indent=1), options
+        join(output_dir, "summary.json"), json.dumps(asdict(summary), indent=1), options
     )
 
 
@@ -81,7 +82,7 @@ class ConversionSummary:
         splits = ", ".join(f"{k.lower()} {v:,}" for k, v in self.rows.items())
         discarded = f"{self.discarded:,} discarded"
         if self.discarded:
-            where = os.path.join(self.output_dir, "discarded.csv")
+            where = join(self.output_dir, "discarded.csv")
             discarded += f" (the reasons are in {where})"
         return (
             f"converted {sum(self.rows.values()):,} rows ({splits}) into {self.output_dir}; "
