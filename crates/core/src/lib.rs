@@ -8,8 +8,10 @@ pub mod crc;
 pub mod error;
 pub mod example;
 pub mod image;
+pub mod multi;
 pub mod parse;
 pub mod pipeline;
+pub mod positional;
 pub mod reader;
 pub mod sequence;
 pub mod source;
@@ -23,13 +25,14 @@ pub use example::{
     decode_example, decode_sequence_example, encode_example, encode_sequence_example, Feature,
     FeatureLists, Features,
 };
+pub use multi::{count_records, index_records, MultiFileReader};
 pub use parse::{
     parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind, MAX_FILL, MAX_VALUES,
 };
-pub use reader::{
-    count_records, foreign_format, index_records, member_records, read_member, read_record_at,
-    read_records_at, unframe_record, MultiFileReader, ReadOptions, RecordBatch, RecordReader,
+pub use positional::{
+    member_records, read_member, read_record_at, read_records_at, unframe_record,
 };
+pub use reader::{foreign_format, ReadOptions, RecordBatch, RecordReader};
 pub use source::{Opened, Opener, SharedOpener, SourceReader};
 pub use writer::{
     commit_shard, frame_record, index_path, rename_file, Finished, RecordWriter, WriteOptions,

@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::readers::{Chunk, Files};
-use super::stages::{build, Stream};
-use super::{Origin, Plan};
+use super::readers::Chunk;
+use super::stream::Stream;
+use super::Origin;
 use crate::error::Result;
 use crate::reader::{FileRecordReader, ReadOptions, RecordBatch};
 use crate::writer::RecordWriter;
@@ -169,12 +169,11 @@ impl Drop for CacheStream {
     }
 }
 
+/// The stream of a cache stage: what the cache holds when a pass was completed, else the
+/// stream `upstream` builds, kept as it is read.
 pub(super) fn cache_stream(
     cache: &Arc<Cache>,
-    plan: &Arc<Plan>,
-    files: &Arc<Files>,
-    upto: usize,
-    salt: u64,
+    upstream: impl FnOnce() -> Result<Box<dyn Stream>>,
 ) -> Result<Box<dyn Stream>> {
     if let Some(cached) = cache.complete() {
         return Ok(match (cached.as_ref(), &cache.file) {
@@ -194,7 +193,7 @@ pub(super) fn cache_stream(
     };
     Ok(Box::new(CacheStream::Filling {
         cache: Arc::clone(cache),
-        inner: build(plan, files, upto, salt)?,
+        inner: upstream()?,
         segments: Vec::new(),
         writer,
     }))

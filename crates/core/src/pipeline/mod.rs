@@ -14,6 +14,7 @@ mod readers;
 mod refill;
 mod shuffle;
 mod stages;
+mod stream;
 #[cfg(test)]
 mod testing;
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::files::FileIter;
-use super::stages::Stream;
+use super::stream::Stream;
 use super::{spawn, OnError, Origin};
 use crate::error::{Error, Result};
 use crate::reader::{ReadOptions, RecordBatch};

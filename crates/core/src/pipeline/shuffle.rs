@@ -1,6 +1,6 @@
 //! The shuffle stage: a buffer of records, each output drawn from it at random.
 
-use super::stages::Stream;
+use super::stream::Stream;
 use super::Origin;
 use crate::error::{Error, Result};
 

@@ -6,14 +6,9 @@ use super::cache::cache_stream;
 use super::files::file_order_of;
 use super::readers::{Files, Interleave, Sloppy};
 use super::shuffle::ShuffleStream;
+use super::stream::Stream;
 use super::{mix, rng_for, Origin, Plan, RecordOp};
 use crate::error::Result;
-
-/// A stream of records: each call appends the next record's bytes to `out` and returns
-/// where it came from, `Ok(None)` at the end, or an error at the point it occurred.
-pub(super) trait Stream: Send {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>>;
-}
 
 /// Builds the stream of records after the first `upto` record stages.
 pub(super) fn build(
@@ -77,7 +72,7 @@ pub(super) fn build(
                 produced: false,
             })
         }
-        RecordOp::Cache(cache) => cache_stream(cache, plan, files, upto - 1, salt)?,
+        RecordOp::Cache(cache) => cache_stream(cache, || build(plan, files, upto - 1, salt))?,
     })
 }
 

@@ -1,0 +1,169 @@
+//! Reading whole files in order: several files as one stream of batches, a file's record
+//! count, and the positions of its records (its `.idx` sidecar).
+
+use crate::compression::Compression;
+use crate::error::{Error, Result};
+use crate::reader::{ReadOptions, RecordBatch};
+use crate::source::{SharedOpener, SourceReader};
+
+/// Reads the records of several files in order, in batches.
+pub struct MultiFileReader {
+    paths: Vec<String>,
+    opts: ReadOptions,
+    opener: SharedOpener,
+    next_file: usize,
+    current: Option<SourceReader>,
+    pending: Option<Error>,
+    /// Records delivered from each file so far.
+    delivered: Vec<u64>,
+    /// The runs of records in the last batch: (file, index in the file of its first
+    /// record, records). A batch ends at any error, so each run has no gaps.
+    batch_runs: Vec<(usize, u64, u64)>,
+}
+
+impl MultiFileReader {
+    /// Reads `paths` in order; those `opener` claims (URLs) through it.
+    pub fn new(paths: Vec<String>, opts: ReadOptions, opener: SharedOpener) -> Self {
+        MultiFileReader {
+            paths,
+            opts,
+            opener,
+            next_file: 0,
+            current: None,
+            pending: None,
+            delivered: Vec::new(),
+            batch_runs: Vec::new(),
+        }
+    }
+
+    /// The file and the index within it of record `i` of the last batch read: what locates
+    /// an error found later in that batch (when it is parsed, say).
+    pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64)> {
+        let mut i = i;
+        for &(file, first, n) in &self.batch_runs {
+            if i < n {
+                return Some((&self.paths[file], first + i));
+            }
+            i -= n;
+        }
+        None
+    }
+
+    /// `(path, records delivered)` for every file opened so far.
+    pub fn delivered(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.paths
+            .iter()
+            .map(String::as_str)
+            .zip(self.delivered.iter().copied())
+    }
+
+    /// The file being read, if any.
+    pub fn current_path(&self) -> Option<&str> {
+        self.current.as_ref().map(|r| r.path())
+    }
+
+    /// Appends up to `max_records` records (stopping early past `max_bytes`) to `out`.
+    ///
+    /// An error met after some records were read is returned by the next call, so no record
+    /// is lost. After an error the reader has moved on: past the one damaged record when
+    /// the error is `resumable`, otherwise to the next file. Leaves `out` empty at the end.
+    pub fn read_batch(
+        &mut self,
+        out: &mut RecordBatch,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<()> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        self.batch_runs.clear();
+        while out.len() < max_records && out.data.len() < max_bytes {
+            if self.current.is_none() {
+                if self.next_file == self.paths.len() {
+                    break;
+                }
+                let path = &self.paths[self.next_file];
+                self.next_file += 1;
+                self.delivered.push(0);
+                match SourceReader::open(path, &self.opts, &self.opener) {
+                    Ok(r) => self.current = Some(r),
+                    Err(e) => return self.defer(out, e),
+                }
+            }
+            let reader = self.current.as_mut().expect("a file is open");
+            let (index, _) = reader.position();
+            match reader.next_into(&mut out.data) {
+                Ok(true) => {
+                    out.ends.push(out.data.len());
+                    let file = self.next_file - 1;
+                    self.delivered[file] += 1;
+                    match self.batch_runs.last_mut() {
+                        Some((f, _, n)) if *f == file => *n += 1,
+                        _ => self.batch_runs.push((file, index, 1)),
+                    }
+                }
+                // The last file of a followed set stays open, waiting for more.
+                Ok(false) if self.opts.follow && self.next_file == self.paths.len() => break,
+                Ok(false) => self.current = None,
+                Err(e) => {
+                    if !e.resumable {
+                        self.current = None;
+                    }
+                    return self.defer(out, e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn defer(&mut self, out: &RecordBatch, e: Error) -> Result<()> {
+        if out.is_empty() {
+            Err(e)
+        } else {
+            self.pending = Some(e);
+            Ok(())
+        }
+    }
+}
+
+/// Counts the records of one file (length CRCs checked, data CRCs not); `opener` opens
+/// it when it is a URL.
+pub fn count_records(
+    path: &str,
+    compression: Option<Compression>,
+    opener: &SharedOpener,
+) -> Result<u64> {
+    let opts = ReadOptions {
+        compression,
+        verify: false,
+        ..ReadOptions::default()
+    };
+    let mut reader = SourceReader::open(path, &opts, opener)?;
+    let mut n = 0;
+    let mut scratch = Vec::new();
+    while reader.next_into(&mut scratch)? {
+        scratch.clear();
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The `(offset, framed length)` of every record of an uncompressed file, checksums
+/// checked: the content of its `.idx` sidecar. `opener` opens it when it is a URL.
+pub fn index_records(path: &str, opener: &SharedOpener) -> Result<Vec<(u64, u64)>> {
+    let opts = ReadOptions {
+        compression: Some(Compression::None),
+        ..ReadOptions::default()
+    };
+    let mut reader = SourceReader::open(path, &opts, opener)?;
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    loop {
+        let (_, at) = reader.position();
+        scratch.clear();
+        if !reader.next_into(&mut scratch)? {
+            return Ok(out);
+        }
+        out.push((at, scratch.len() as u64 + 16));
+    }
+}

@@ -1,0 +1,110 @@
+//! Reading records at known positions: the entries of an `.idx` or `.gzi` sidecar, each
+//! checked against the file before anything is allocated.
+
+use std::fs::File;
+use std::io::Read;
+
+use crate::compression::Compression;
+use crate::error::{Error, Result};
+use crate::reader::{ReadOptions, RecordReader};
+
+fn located_at(err: Error, path: &str, offset: u64) -> Error {
+    let mut err = err;
+    err.offset = Some(offset + err.offset.unwrap_or(0));
+    err.with_path(path)
+}
+
+/// Reads `len` bytes at `offset` of `path`, refusing a range past the end of the file
+/// (a damaged or stale index) without allocating it.
+fn read_range(path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+    let mut file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
+    let size = file.metadata().map_err(|e| Error::io(e, Some(path)))?.len();
+    read_range_of(&mut file, size, path, offset, len)
+}
+
+fn read_range_of(file: &mut File, size: u64, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    if offset.checked_add(len).is_none_or(|end| end > size) {
+        return Err(Error::data_loss(format!(
+            "the index points at bytes {offset}..{} but the file holds {size}",
+            offset.saturating_add(len)
+        ))
+        .with_path(path)
+        .with_offset(offset));
+    }
+    let mut buf = vec![0; len as usize];
+    file.seek(SeekFrom::Start(offset))
+        .and_then(|_| file.read_exact(&mut buf))
+        .map_err(|e| Error::io(e, Some(path)))?;
+    Ok(buf)
+}
+
+/// The one record framed in `buf`, read from `offset` of `path`.
+fn record_in(buf: Vec<u8>, path: &str, offset: u64, verify: bool) -> Result<Vec<u8>> {
+    let framed_len = buf.len() as u64;
+    let opts = ReadOptions {
+        compression: Some(Compression::None),
+        verify,
+        ..ReadOptions::default()
+    };
+    let mut reader = RecordReader::new(&buf[..], Compression::None, path, &opts);
+    match reader.next_record() {
+        Ok(Some(r)) if r.len() as u64 + 16 == framed_len => Ok(r.to_vec()),
+        Ok(_) => Err(Error::data_loss(format!(
+            "the index entry ({framed_len} bytes) does not frame one record"
+        ))
+        .with_path(path)
+        .with_offset(offset)),
+        Err(e) => Err(located_at(e, path, offset)),
+    }
+}
+
+/// The one record framed in `framed` (an `.idx` entry's bytes, fetched from `offset` of
+/// `path`), its checksums checked.
+pub fn unframe_record(framed: Vec<u8>, path: &str, offset: u64, verify: bool) -> Result<Vec<u8>> {
+    record_in(framed, path, offset, verify)
+}
+
+/// Reads the one record framed in `framed_len` bytes at `offset` of an uncompressed file
+/// (an `.idx` entry), checking its checksums.
+pub fn read_record_at(path: &str, offset: u64, framed_len: u64, verify: bool) -> Result<Vec<u8>> {
+    record_in(read_range(path, offset, framed_len)?, path, offset, verify)
+}
+
+/// Reads the records framed at `(offset, framed length)` positions of an uncompressed
+/// file (`.idx` entries), in that order, opening the file once.
+pub fn read_records_at(path: &str, positions: &[(u64, u64)], verify: bool) -> Result<Vec<Vec<u8>>> {
+    let mut file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
+    let size = file.metadata().map_err(|e| Error::io(e, Some(path)))?.len();
+    positions
+        .iter()
+        .map(|&(offset, len)| {
+            let buf = read_range_of(&mut file, size, path, offset, len)?;
+            record_in(buf, path, offset, verify)
+        })
+        .collect()
+}
+
+/// Reads every record of the gzip member of `len` compressed bytes at `offset` (a `.gzi`
+/// entry of a seekable gzip file).
+pub fn read_member(path: &str, offset: u64, len: u64, verify: bool) -> Result<Vec<Vec<u8>>> {
+    member_records(&read_range(path, offset, len)?, path, verify)
+}
+
+/// Every record of one gzip member's bytes (fetched from a seekable gzip file `path`).
+pub fn member_records(buf: &[u8], path: &str, verify: bool) -> Result<Vec<Vec<u8>>> {
+    let opts = ReadOptions {
+        compression: Some(Compression::Gzip),
+        verify,
+        ..ReadOptions::default()
+    };
+    let mut reader = RecordReader::new(buf, Compression::Gzip, path, &opts);
+    let mut out = Vec::new();
+    loop {
+        match reader.next_record() {
+            Ok(Some(r)) => out.push(r.to_vec()),
+            Ok(None) => return Ok(out),
+            Err(e) => return Err(e.with_path(path)),
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! Schema-driven batch parsing, behaviour by behaviour: defaults, padding, missing
+//! features, counts and dtypes that do not fit, every column kind, and the parallel path
+//! agreeing with the serial one.
+
+use tfrecordkit_core::{
+    encode_example, parse_examples, Column, DType, ErrorKind, Feature, FeatureSpec, Parsed, Schema,
+    SpecKind,
+};
+
+fn record(features: &[(&str, Feature)]) -> Vec<u8> {
+    let owned: Vec<(String, Feature)> = features
+        .iter()
+        .map(|(k, f)| ((*k).to_string(), f.clone()))
+        .collect();
+    encode_example(&owned)
+}
+
+fn spec(key: &str, dtype: DType, kind: SpecKind, default: Option<Column>) -> FeatureSpec {
+    FeatureSpec {
+        key: key.into(),
+        dtype,
+        kind,
+        default,
+    }
+}
+
+fn fixed(shape: &[usize]) -> SpecKind {
+    SpecKind::FixedLen {
+        shape: shape.to_vec(),
+    }
+}
+
+fn sequence(shape: &[usize], allow_missing: bool) -> SpecKind {
+    SpecKind::FixedLenSequence {
+        shape: shape.to_vec(),
+        allow_missing,
+    }
+}
+
+fn parse(specs: Vec<FeatureSpec>, records: &[Vec<u8>]) -> tfrecordkit_core::Result<Vec<Parsed>> {
+    let schema = Schema::new(specs).expect("a valid schema");
+    let slices: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    parse_examples(&schema, &slices)
+}
+
+fn ints(p: &Parsed) -> &[i64] {
+    match &p.values {
+        Column::Int64(v) => v,
+        other => panic!("int64 values, not {other:?}"),
+    }
+}
+
+#[test]
+fn fixed_len_values_and_shape() {
+    let records = vec![
+        record(&[("x", Feature::Int64(vec![1, 2, 3, 4]))]),
+        record(&[("x", Feature::Int64(vec![5, 6, 7, 8]))]),
+    ];
+    let out = parse(
+        vec![spec("x", DType::Int64, fixed(&[2, 2]), None)],
+        &records,
+    )
+    .unwrap();
+    assert_eq!(out[0].shape, vec![2, 2, 2]);
+    assert_eq!(ints(&out[0]), &[1, 2, 3, 4, 5, 6, 7, 8]);
+    assert!(out[0].row_splits.is_none());
+}
+
+#[test]
+fn a_scalar_default_fills_every_value_and_a_full_default_its_own() {
+    let records = vec![
+        record(&[("x", Feature::Int64(vec![1, 2]))]),
+        record(&[("other", Feature::Int64(vec![0]))]),
+    ];
+    let scalar = Some(Column::Int64(vec![9]));
+    let out = parse(vec![spec("x", DType::Int64, fixed(&[2]), scalar)], &records).unwrap();
+    assert_eq!(ints(&out[0]), &[1, 2, 9, 9]);
+    let full = Some(Column::Int64(vec![7, 8]));
+    let out = parse(vec![spec("x", DType::Int64, fixed(&[2]), full)], &records).unwrap();
+    assert_eq!(ints(&out[0]), &[1, 2, 7, 8]);
+}
+
+#[test]
+fn a_missing_feature_without_default_names_the_key_and_record() {
+    let records = vec![
+        record(&[("x", Feature::Int64(vec![1]))]),
+        record(&[("y", Feature::Int64(vec![1]))]),
+    ];
+    let err = parse(vec![spec("x", DType::Int64, fixed(&[]), None)], &records).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Schema);
+    assert_eq!(err.key.as_deref(), Some("x"));
+    assert_eq!(err.record_index, Some(1));
+    assert!(err.message.contains("required"), "{}", err.message);
+}
+
+#[test]
+fn a_wrong_count_or_dtype_is_a_schema_error() {
+    let records = vec![record(&[("x", Feature::Int64(vec![1, 2, 3]))])];
+    let err = parse(vec![spec("x", DType::Int64, fixed(&[2]), None)], &records).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Schema);
+    assert!(err.message.contains("has 3 values"), "{}", err.message);
+    let err = parse(vec![spec("x", DType::Float32, fixed(&[3]), None)], &records).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Schema);
+    assert_eq!(err.key.as_deref(), Some("x"));
+}
+
+#[test]
+fn var_len_values_and_row_splits() {
+    let records = vec![
+        record(&[("v", Feature::Float(vec![0.5, 1.5]))]),
+        record(&[]),
+        record(&[("v", Feature::Float(vec![2.5]))]),
+    ];
+    let out = parse(
+        vec![spec("v", DType::Float32, SpecKind::VarLen, None)],
+        &records,
+    )
+    .unwrap();
+    assert_eq!(out[0].values, Column::Float32(vec![0.5, 1.5, 2.5]));
+    assert_eq!(out[0].row_splits, Some(vec![0, 2, 2, 3]));
+    assert_eq!(out[0].shape, vec![3]);
+}
+
+#[test]
+fn bytes_values_keep_their_boundaries() {
+    let records = vec![
+        record(&[("b", Feature::Bytes(vec![b"ab".to_vec(), b"".to_vec()]))]),
+        record(&[("b", Feature::Bytes(vec![b"xyz".to_vec()]))]),
+    ];
+    let out = parse(
+        vec![spec("b", DType::Bytes, SpecKind::VarLen, None)],
+        &records,
+    )
+    .unwrap();
+    let values: Vec<&[u8]> = (0..out[0].values.len())
+        .map(|i| out[0].values.bytes_at(i))
+        .collect();
+    assert_eq!(values, vec![&b"ab"[..], b"", b"xyz"]);
+}
+
+#[test]
+fn sequences_pad_to_the_longest_record_with_the_default() {
+    let records = vec![
+        record(&[("s", Feature::Int64(vec![1, 2, 3, 4]))]),
+        record(&[("s", Feature::Int64(vec![5, 6]))]),
+        record(&[]),
+    ];
+    let pad = Some(Column::Int64(vec![-1]));
+    let out = parse(
+        vec![spec("s", DType::Int64, sequence(&[2], true), pad)],
+        &records,
+    )
+    .unwrap();
+    assert_eq!(out[0].shape, vec![3, 2, 2]);
+    assert_eq!(ints(&out[0]), &[1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1]);
+    // Without allow_missing the empty record is an error; a count that is not a multiple
+    // of the element size is one too.
+    let err = parse(
+        vec![spec("s", DType::Int64, sequence(&[2], false), None)],
+        &records,
+    )
+    .unwrap_err();
+    assert_eq!((err.kind, err.record_index), (ErrorKind::Schema, Some(2)));
+    let odd = vec![record(&[("s", Feature::Int64(vec![1, 2, 3]))])];
+    let err = parse(
+        vec![spec("s", DType::Int64, sequence(&[2], true), None)],
+        &odd,
+    )
+    .unwrap_err();
+    assert!(err.message.contains("a multiple of 2"), "{}", err.message);
+}
+
+#[test]
+fn a_default_of_another_dtype_or_length_is_refused_with_the_schema() {
+    let bad_dtype = spec(
+        "x",
+        DType::Int64,
+        fixed(&[2]),
+        Some(Column::Float32(vec![1.0])),
+    );
+    assert_eq!(
+        Schema::new(vec![bad_dtype]).unwrap_err().kind,
+        ErrorKind::InvalidArgument
+    );
+    let bad_len = spec(
+        "x",
+        DType::Int64,
+        fixed(&[3]),
+        Some(Column::Int64(vec![1, 2])),
+    );
+    assert!(Schema::new(vec![bad_len]).is_err());
+    let twice = vec![
+        spec("x", DType::Int64, fixed(&[]), None),
+        spec("x", DType::Int64, SpecKind::VarLen, None),
+    ];
+    assert!(Schema::new(twice).is_err());
+}
+
+#[test]
+fn a_large_batch_parses_as_its_parts_do() {
+    // Large enough for the parallel path; the result must equal parsing in pieces.
+    let records: Vec<Vec<u8>> = (0..20_000)
+        .map(|i| {
+            record(&[
+                ("id", Feature::Int64(vec![i])),
+                ("v", Feature::Float(vec![0.25; (i % 7) as usize])),
+                ("name", Feature::Bytes(vec![format!("r{i}").into_bytes()])),
+            ])
+        })
+        .collect();
+    let specs = || {
+        vec![
+            spec("id", DType::Int64, fixed(&[]), None),
+            spec("v", DType::Float32, SpecKind::VarLen, None),
+            spec("name", DType::Bytes, fixed(&[]), None),
+        ]
+    };
+    let whole = parse(specs(), &records).unwrap();
+    let mut ids = Vec::new();
+    let mut splits = vec![0i64];
+    for part in records.chunks(1000) {
+        let out = parse(specs(), part).unwrap();
+        ids.extend_from_slice(ints(&out[0]));
+        let base = *splits.last().unwrap();
+        let row_splits = out[1].row_splits.as_ref().unwrap();
+        splits.extend(row_splits[1..].iter().map(|s| s + base));
+    }
+    assert_eq!(ints(&whole[0]), ids.as_slice());
+    assert_eq!(whole[1].row_splits.as_ref().unwrap(), &splits);
+    assert_eq!(whole[2].values.bytes_at(12_345), b"r12345");
+}
