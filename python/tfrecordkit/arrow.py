@@ -35,11 +35,8 @@ from .schema import (
     RaggedFeature,
     Schema,
     SparseFeature,
-    UniformRowLength,
     VarLen,
     _as_schema,
-    ragged_levels,
-    sparse_entries,
 )
 from .sequence import _list_columns, _ragged_steps, as_sequence_schema
 
@@ -162,7 +159,6 @@ def _readers(
         {k: VarLen(s.dtype) if isinstance(s, FixedLenSequence) else s for k, s in context.items()}
     )
     compiled = parse.compiled()
-    keys = parse.column_keys()
     required = {
         k: s for k, s in context.items() if isinstance(s, FixedLenSequence) and not s.allow_missing
     }
@@ -171,7 +167,7 @@ def _readers(
         def read_parsed() -> Any:
             return reader.read_parsed(compiled, batch_size, True)
 
-        return read_parsed, lambda parsed: _example_arrays(pa, context, keys, parsed)
+        return read_parsed, lambda parsed: _example_arrays(pa, context, parsed)
 
     check = Schema(required).compiled() if required else None
 
@@ -183,28 +179,26 @@ def _readers(
             _core.parse_examples(records, check)
         out = []
         if len(context):
-            out = _example_arrays(pa, context, keys, _core.parse_examples(records, compiled))
+            out = _example_arrays(pa, context, _core.parse_examples(records, compiled))
         return out + ([] if lists is None else _list_arrays(pa, lists, records))
 
     return read_records, arrays
 
 
-def _example_arrays(pa: Any, schema: Schema, keys: list[str], columns: list[Any]) -> list[Any]:
-    """The Arrow arrays of ``schema``'s features from the parsed ``columns`` (of ``keys``)."""
-    at = {key: i for i, key in enumerate(keys)}
+def _example_arrays(pa: Any, schema: Schema, parsed: list[Any]) -> list[Any]:
+    """The Arrow arrays of ``schema``'s features from a batch's ``parsed`` features (as the
+    native parse lays them out, bytes as ``(data, offsets)``)."""
     out = []
-    for key, spec in schema.items():
+    for (key, spec), p in zip(schema.items(), parsed, strict=True):
         if isinstance(spec, SparseFeature):
-            index = [columns[at[k]] for k in spec.index_key]
-            out.append(_sparse(pa, key, spec, index, columns[at[spec.value_key]]))
+            indices, values, _, row_splits = p
+            by_dimension = [indices[:, 1 + d] for d in range(len(spec.index_key))]
+            out.append(sparse_array(pa, spec, row_splits, by_dimension, values_array(pa, values)))
         elif isinstance(spec, RaggedFeature):
-            parts = [
-                None if isinstance(p, UniformRowLength) else columns[at[p.key]]
-                for p in spec.partitions
-            ]
-            out.append(_ragged(pa, key, spec, columns[at[spec.value_key or key]], parts))
+            values, levels = p
+            out.append(ragged_array(pa, values_array(pa, values), levels, spec.partitions))
         else:
-            values, _, splits = columns[at[key]]
+            values, _, splits = p
             leaf = values_array(pa, values)
             if isinstance(spec, FixedLen):
                 out.append(nest_fixed_size(pa, leaf, spec.shape))
@@ -232,26 +226,6 @@ def _element_splits(key: str, spec: FixedLenSequence, splits: np.ndarray) -> np.
             record_index=row,
         )
     return splits // stride
-
-
-def _sparse(pa: Any, key: str, spec: SparseFeature, index: list[Any], value: Any) -> Any:
-    values, _, value_splits = value
-    indices, order, _ = sparse_entries(key, spec, index, value_splits)
-    leaf = values_array(pa, values)
-    if len(order) and not np.array_equal(order, np.arange(len(order))):
-        leaf = leaf.take(pa.array(order))
-        by_dimension = [indices[:, 1 + d] for d in range(len(index))]
-    else:
-        # Entries already in order: the index columns are the indices, as parsed.
-        by_dimension = [v for v, _, _ in index]
-    # Each Example has as many entries as values.
-    return sparse_array(pa, spec, value_splits, by_dimension, leaf)
-
-
-def _ragged(pa: Any, key: str, spec: RaggedFeature, value: Any, parts: list[Any]) -> Any:
-    values, _, value_splits = value
-    levels = ragged_levels(key, spec, value_splits, parts)
-    return ragged_array(pa, values_array(pa, values), levels, spec.partitions)
 
 
 def _list_arrays(pa: Any, schema: Schema, records: list[bytes]) -> list[Any]:

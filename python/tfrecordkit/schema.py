@@ -504,8 +504,9 @@ class Schema(Mapping[str, Spec]):
         return {**self.__dict__, "_compiled": None}
 
     def compiled(self) -> _core.CompiledSchema:
-        """The native schema of the columns parsed from each Example: one per feature,
-        and one per key a ``SparseFeature`` or ``RaggedFeature`` reads."""
+        """The native schema: the columns parsed from each Example (one per feature, and
+        one per key a ``SparseFeature`` or ``RaggedFeature`` reads), and how each feature
+        is made from them, so that one native call parses and lays out a batch."""
         if self._compiled is None:
             self._compiled = _core.CompiledSchema(
                 [
@@ -518,7 +519,8 @@ class Schema(Mapping[str, Spec]):
                         None if isinstance(spec, VarLen) else _core_default(spec),
                     )
                     for key, spec in self._columns.items()
-                ]
+                ],
+                None if self._plain else list(self._specs.items()),
             )
         return self._compiled
 
@@ -526,27 +528,21 @@ class Schema(Mapping[str, Spec]):
         """The keys of the parsed columns, in the order :meth:`compiled` parses them."""
         return list(self._columns)
 
-    def outputs(self, columns: list[Any]) -> dict[str, Any]:
-        """The features of a parsed batch, from its columns (as :meth:`compiled` returns
-        them): arrays, :class:`Ragged` and :class:`Sparse`."""
-        if self._plain:
-            return {k: _assemble(*c) for k, c in zip(self._specs, columns, strict=True)}
-        at = {key: i for i, key in enumerate(self._columns)}
+    def outputs(self, parsed: list[Any]) -> dict[str, Any]:
+        """The features of a parsed batch, as the native parse of :meth:`compiled` gives
+        them (one entry per feature): arrays, :class:`Ragged` and :class:`Sparse`."""
         out: dict[str, Any] = {}
-        for key, spec in self._specs.items():
+        for (key, spec), p in zip(self._specs.items(), parsed, strict=True):
             if isinstance(spec, SparseFeature):
-                out[key] = _sparse(
-                    key, spec, [columns[at[k]] for k in spec.index_key], columns[at[spec.value_key]]
-                )
+                indices, values, dense_shape, _ = p
+                out[key] = Sparse(indices, values, tuple(dense_shape))
             elif isinstance(spec, RaggedFeature):
-                value = columns[at[spec.value_key or key]]
-                parts = [
-                    None if isinstance(p, UniformRowLength) else columns[at[p.key]]
-                    for p in spec.partitions
-                ]
-                out[key] = _ragged(key, spec, value, parts)
+                values, levels = p
+                for splits in reversed(levels):
+                    values = Ragged(values, splits.astype(spec.row_splits_dtype, copy=False))
+                out[key] = values
             else:
-                out[key] = _assemble(*columns[at[key]])
+                out[key] = _assemble(*p)
         return out
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -617,40 +613,6 @@ def _columns(specs: Mapping[str, Spec]) -> dict[str, Spec]:
         else:
             add(key, spec, key)
     return columns
-
-
-def sparse_entries(key: str, spec: SparseFeature, index: list[Any], value_splits: Any) -> Any:
-    """``(indices, order, dense_shape)`` of a batch of ``spec``: every entry's coordinates
-    (batch row first), the order that sorts the parsed values into them, and the shape."""
-    index_columns = [(v, splits) for v, _, splits in index]
-    return _core.sparse_layout(
-        key, index_columns, list(spec.index_key), value_splits, list(spec.size), spec.already_sorted
-    )
-
-
-def _sparse(key: str, spec: SparseFeature, index: list[Any], value: Any) -> Sparse:
-    values, _, value_splits = value
-    indices, order, dense_shape = sparse_entries(key, spec, index, value_splits)
-    return Sparse(indices, values[order], tuple(dense_shape))
-
-
-def ragged_levels(key: str, spec: RaggedFeature, value_splits: Any, parts: list[Any]) -> Any:
-    """The row splits of each ragged dimension of ``spec``, outermost first, from the
-    parsed partition columns ``parts`` (``None`` for a ``UniformRowLength``)."""
-    described = [
-        (_PARTITION_KINDS[type(p)], None if c is None else (c[0], c[2]), getattr(p, "length", 0))
-        for p, c in zip(spec.partitions, parts, strict=True)
-    ]
-    return _core.ragged_layout(key, value_splits, described)
-
-
-def _ragged(key: str, spec: RaggedFeature, value: Any, parts: list[Any]) -> Ragged:
-    values, _, value_splits = value
-    levels = ragged_levels(key, spec, value_splits, parts)
-    out: Any = values
-    for splits in reversed(levels):
-        out = Ragged(out, splits.astype(spec.row_splits_dtype, copy=False))
-    return out
 
 
 def _core_default(spec: FixedLen | FixedLenSequence) -> list[Any] | None:

@@ -464,3 +464,33 @@ def test_stages_are_typed_objects():
     assert repr(ds) == "<Dataset of 0 files.shuffle.skip.take.repeat.shard>"
     with pytest.raises(ValueError, match="index must be in"):
         _core.Shard(2, 2)
+
+
+def test_sparse_and_ragged_features_are_laid_out_by_the_engine(tmp_path):
+    # A record whose sparse counts disagree fails where it was read: located, and skipped
+    # on its own under on_error="skip", as a record that does not parse is.
+    path = str(tmp_path / "composite.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        for i in range(7):
+            values = np.arange(i % 3, dtype=np.float32)
+            index = np.arange(i % 3)[::-1] if i != 4 else np.arange(5)
+            w.write(tfr.encode_example({"i": index, "v": values, "n": [i % 3]}))
+    schema = {
+        "s": tfr.SparseFeature("i", "v", "float32", 8),
+        "r": tfr.RaggedFeature("float32", "v", [tfr.RaggedFeature.RowLengths("n")]),
+    }
+    with pytest.raises(tfr.SchemaError) as info:
+        list(tfr.Dataset.from_files(path).parse(schema).batch(3))
+    assert (info.value.path, info.value.record_index, info.value.key) == (path, 4, "s")
+    ds = tfr.Dataset.from_files(path, on_error="skip").parse(schema).batch(3)
+    batches = list(ds)
+    assert [len(b["r"]) for b in batches] == [3, 3]
+    dense = np.concatenate([b["s"].to_dense() for b in batches])
+    kept = [i for i in range(7) if i != 4]
+    for row, i in zip(dense, kept, strict=True):
+        expected = np.zeros(8, np.float32)
+        expected[np.arange(i % 3)[::-1]] = np.arange(i % 3, dtype=np.float32)
+        assert row.tolist() == expected.tolist()
+    assert [row for b in batches for row in b["r"].to_list()] == [
+        [np.arange(i % 3, dtype=np.float32).tolist()] for i in kept
+    ]

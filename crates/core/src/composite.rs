@@ -54,7 +54,8 @@ fn check_splits(what: &str, splits: &[i64], n_values: usize) -> Result<()> {
 }
 
 /// A sparse tensor of a batch: `indices` is `[nnz, 1 + rank]` row-major (the record, then
-/// its index in each dimension), `order` says which parsed value each entry takes.
+/// its index in each dimension), `order` says which parsed value each entry takes; empty
+/// when every entry takes its own (the entries were in order already).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SparseLayout {
     pub indices: Vec<i64>,
@@ -108,13 +109,22 @@ pub fn sparse(
             .into_par_iter()
             .map(|from| run(from, (from + chunk).min(rows)))
             .collect::<Result<Vec<_>>>()?;
-        let (mut indices, mut order) = (
-            Vec::with_capacity(nnz * (rank + 1)),
-            Vec::with_capacity(nnz),
-        );
+        let mut indices = Vec::with_capacity(nnz * (rank + 1));
+        let mut order = Vec::new();
+        if runs.iter().any(|(_, o)| !o.is_empty()) {
+            order.reserve(nnz);
+        }
         for (i, o) in runs {
+            let first = indices.len() / (rank + 1);
+            let n = i.len() / (rank + 1);
             indices.extend(i);
-            order.extend(o);
+            if order.capacity() > 0 {
+                if o.is_empty() {
+                    order.extend(first..first + n);
+                } else {
+                    order.extend(o);
+                }
+            }
         }
         (indices, order)
     } else {
@@ -145,7 +155,8 @@ fn sparse_rows(
         value_splits[rows.end] as usize,
     );
     let mut indices = Vec::with_capacity((last - first) * (rank + 1));
-    let mut order: Vec<usize> = (first..last).collect();
+    // Made (as the identity) only once an entry turns out to be out of order.
+    let mut order: Vec<usize> = Vec::new();
     let mut pairs: Vec<(i64, usize)> = Vec::new();
     for r in rows {
         let (start, end) = (value_splits[r] as usize, value_splits[r + 1] as usize);
@@ -164,7 +175,6 @@ fn sparse_rows(
                 ));
             }
         }
-        let order = &mut order[start - first..end - first];
         if rank == 1 {
             let idx = index[0].row(r);
             if !already_sorted && idx.windows(2).any(|w| w[0] > w[1]) {
@@ -173,12 +183,20 @@ fn sparse_rows(
                 pairs.clear();
                 pairs.extend(idx.iter().zip(start..end).map(|(&i, k)| (i, k)));
                 pairs.sort_unstable();
+                if order.is_empty() {
+                    order.extend(first..last);
+                }
+                let order = &mut order[start - first..end - first];
                 for (slot, &(i, k)) in order.iter_mut().zip(pairs.iter()) {
                     *slot = k;
                     indices.extend([r as i64, i]);
                 }
             } else {
-                indices.extend(idx.iter().flat_map(|&i| [r as i64, i]));
+                let at = indices.len();
+                indices.resize(at + 2 * n, r as i64);
+                for (pair, &i) in indices[at..].chunks_exact_mut(2).zip(idx) {
+                    pair[1] = i;
+                }
             }
             continue;
         }
@@ -189,15 +207,23 @@ fn sparse_rows(
                 .map(|d| at(a, d).cmp(&at(b, d)))
                 .find(|o| o.is_ne())
         };
-        if !already_sorted
-            && order
+        let unsorted = !already_sorted
+            && (start..end)
+                .collect::<Vec<_>>()
                 .windows(2)
-                .any(|w| compare(w[0], w[1]) == Some(Greater))
-        {
-            // Stable, so that entries at one index keep their order.
-            order.sort_by(|&a, &b| compare(a, b).unwrap_or(Equal));
+                .any(|w| compare(w[0], w[1]) == Some(Greater));
+        if unsorted && order.is_empty() {
+            order.extend(first..last);
         }
-        for &k in order.iter() {
+        let row: Vec<usize> = if unsorted {
+            let row = &mut order[start - first..end - first];
+            // Stable, so that entries at one index keep their order.
+            row.sort_by(|&a, &b| compare(a, b).unwrap_or(Equal));
+            row.to_vec()
+        } else {
+            (start..end).collect()
+        };
+        for k in row {
             indices.push(r as i64);
             indices.extend((0..rank).map(|d| at(k, d)));
         }
@@ -411,7 +437,10 @@ mod tests {
             true,
         )
         .unwrap();
-        assert_eq!(kept.order, vec![0, 1, 2]);
+        assert!(
+            kept.order.is_empty(),
+            "entries in order take their own values"
+        );
 
         let err = sparse(
             "s",

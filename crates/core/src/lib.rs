@@ -1,6 +1,7 @@
 //! tfrecordkit's core: TFRecord framing, compression, and the `tf.train.Example` wire codec,
 //! with schema-driven batch parsing. Pure Rust; the Python bindings live in another crate.
 
+pub mod assemble;
 pub mod columns;
 pub mod composite;
 pub mod compression;
@@ -18,6 +19,7 @@ pub mod source;
 pub mod wire;
 pub mod writer;
 
+pub use assemble::{Assembled, Assembly, PartitionSource, SparseValues};
 pub use columns::{frame_table, ColumnRef, Rows, Values};
 pub use compression::Compression;
 pub use error::{Error, ErrorKind, Result};

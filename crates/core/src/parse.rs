@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::assemble::{self, Assembled, Assembly};
 use crate::error::{Error, Result};
 use crate::example::{read_float_list, read_int64_list, read_map_entry, EntryValue, Kind};
 use crate::wire::{self, WireReader};
@@ -145,6 +146,24 @@ impl Column {
         }
     }
 
+    /// The values at `order`, in that order.
+    pub fn gather(&self, order: &[usize]) -> Column {
+        match self {
+            Column::Int64(v) => Column::Int64(order.iter().map(|&i| v[i]).collect()),
+            Column::Float32(v) => Column::Float32(order.iter().map(|&i| v[i]).collect()),
+            Column::Bytes { .. } => {
+                let mut out = Column::Bytes {
+                    data: Vec::new(),
+                    ends: Vec::with_capacity(order.len()),
+                };
+                for &i in order {
+                    out.push_bytes(self.bytes_at(i));
+                }
+                out
+            }
+        }
+    }
+
     /// Appends `other` entirely.
     pub(crate) fn extend(&mut self, other: &Column) {
         self.extend_range(other, 0, other.len());
@@ -248,6 +267,9 @@ pub struct Schema {
     plan: Vec<Plan>,
     /// All keys back to back; spec `i`'s key is `keys[plan[i].key]`.
     keys: Vec<u8>,
+    /// How the schema's features are made from its columns; empty when every column is a
+    /// feature of its own.
+    assembly: Vec<Assembly>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,7 +354,26 @@ impl Schema {
             lookup,
             plan,
             keys,
+            assembly: Vec::new(),
         })
+    }
+
+    /// The schema whose features are made from its columns as `assembly` says (sparse
+    /// and ragged features read several columns); by default each column is a feature.
+    pub fn with_assembly(mut self, assembly: Vec<Assembly>) -> Result<Schema> {
+        for a in &assembly {
+            a.check(self.specs.len())?;
+        }
+        self.assembly = assembly;
+        Ok(self)
+    }
+
+    /// The features of a batch from its parsed `columns` (see [`assemble`]).
+    pub fn assemble(&self, columns: &[Option<&Parsed>]) -> Result<Vec<Assembled>> {
+        if self.assembly.is_empty() {
+            return Ok((0..columns.len()).map(Assembled::Column).collect());
+        }
+        assemble::assemble(&self.assembly, columns)
     }
 
     pub fn specs(&self) -> &[FeatureSpec] {

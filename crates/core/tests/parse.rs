@@ -229,3 +229,106 @@ fn a_large_batch_parses_as_its_parts_do() {
     assert_eq!(whole[1].row_splits.as_ref().unwrap(), &splits);
     assert_eq!(whole[2].values.bytes_at(12_345), b"r12345");
 }
+
+#[test]
+fn sparse_and_ragged_features_are_laid_out_from_their_columns() {
+    use tfrecordkit_core::{Assembled, Assembly, PartitionSource, SparseValues};
+    let records = vec![
+        record(&[
+            ("i", Feature::Int64(vec![5, 2])),
+            ("v", Feature::Float(vec![0.5, 0.25])),
+            ("n", Feature::Int64(vec![1, 1])),
+        ]),
+        record(&[
+            ("i", Feature::Int64(vec![7])),
+            ("v", Feature::Float(vec![1.0])),
+            ("n", Feature::Int64(vec![0, 1])),
+        ]),
+    ];
+    let schema = Schema::new(vec![
+        spec("i", DType::Int64, SpecKind::VarLen, None),
+        spec("v", DType::Float32, SpecKind::VarLen, None),
+        spec("n", DType::Int64, SpecKind::VarLen, None),
+    ])
+    .unwrap()
+    .with_assembly(vec![
+        Assembly::Sparse {
+            key: "s".into(),
+            index: vec![("i".into(), 0)],
+            value: 1,
+            size: vec![10],
+            already_sorted: false,
+        },
+        Assembly::Ragged {
+            key: "r".into(),
+            value: 1,
+            partitions: vec![PartitionSource::RowLengths(2)],
+        },
+        Assembly::Column(2),
+    ])
+    .unwrap();
+    let slices: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    let columns = parse_examples(&schema, &slices).unwrap();
+    let refs: Vec<Option<&Parsed>> = columns.iter().map(Some).collect();
+    let out = schema.assemble(&refs).unwrap();
+    let Assembled::Sparse {
+        indices,
+        values: SparseValues::Gathered(values),
+        dense_shape,
+        row_splits,
+    } = &out[0]
+    else {
+        panic!(
+            "a sparse feature whose first record's entries are sorted: {:?}",
+            out[0]
+        );
+    };
+    assert_eq!(indices, &[0, 2, 0, 5, 1, 7]);
+    assert_eq!(values, &Column::Float32(vec![0.25, 0.5, 1.0]));
+    assert_eq!((dense_shape, row_splits), (&vec![2, 10], &vec![0, 2, 3]));
+    assert_eq!(
+        out[1],
+        Assembled::Ragged {
+            values: 1,
+            levels: vec![vec![0, 2, 4], vec![0, 1, 2, 2, 3]],
+        }
+    );
+    assert_eq!(out[2], Assembled::Column(2));
+    // A column index past the schema is refused when the assembly is given.
+    let bad = Schema::new(vec![spec("i", DType::Int64, SpecKind::VarLen, None)])
+        .unwrap()
+        .with_assembly(vec![Assembly::Column(3)]);
+    assert!(bad.is_err());
+}
+
+#[test]
+fn a_record_whose_partition_does_not_fit_is_named() {
+    use tfrecordkit_core::{Assembly, PartitionSource};
+    let records = vec![
+        record(&[
+            ("v", Feature::Int64(vec![1, 2])),
+            ("n", Feature::Int64(vec![2])),
+        ]),
+        record(&[
+            ("v", Feature::Int64(vec![1, 2])),
+            ("n", Feature::Int64(vec![3])),
+        ]),
+    ];
+    let schema = Schema::new(vec![
+        spec("v", DType::Int64, SpecKind::VarLen, None),
+        spec("n", DType::Int64, SpecKind::VarLen, None),
+    ])
+    .unwrap()
+    .with_assembly(vec![Assembly::Ragged {
+        key: "r".into(),
+        value: 0,
+        partitions: vec![PartitionSource::RowLengths(1)],
+    }])
+    .unwrap();
+    let slices: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    let columns = parse_examples(&schema, &slices).unwrap();
+    let refs: Vec<Option<&Parsed>> = columns.iter().map(Some).collect();
+    let err = schema.assemble(&refs).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Schema);
+    assert_eq!((err.key.as_deref(), err.record_index), (Some("r"), Some(1)));
+}

@@ -1,7 +1,7 @@
-//! `SparseFeature` and `RaggedFeature` layouts from parsed columns (see the core's
-//! `composite` module); the Python package gathers the values by the returned order.
+//! The row splits of a ragged feature list from its parsed columns (see the core's
+//! `composite` module). Example features are laid out in the parse itself.
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tfrecordkit_core::composite::{self, Partition, Rows};
@@ -9,50 +9,6 @@ use tfrecordkit_core::composite::{self, Partition, Rows};
 use crate::errors::IntoPyResult;
 
 type Column<'py> = (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>);
-type SparseLayout<'py> = (
-    Bound<'py, PyArray2<i64>>,
-    Bound<'py, PyArray1<usize>>,
-    Vec<i64>,
-);
-
-/// `(indices [nnz, 1 + rank], order [nnz], dense_shape)` of a batch's sparse feature, from
-/// its index columns `(values, row_splits)` and the value column's row splits.
-#[pyfunction]
-#[pyo3(signature = (key, index, index_keys, value_splits, size, already_sorted))]
-pub fn sparse_layout<'py>(
-    py: Python<'py>,
-    key: &str,
-    index: Vec<Column<'py>>,
-    index_keys: Vec<String>,
-    value_splits: PyReadonlyArray1<'py, i64>,
-    size: Vec<i64>,
-    already_sorted: bool,
-) -> PyResult<SparseLayout<'py>> {
-    crate::errors::guard("sparse_layout", || {
-        let rank = index.len();
-        let cols: Vec<Rows<'_, i64>> = index
-            .iter()
-            .map(|(v, s)| {
-                Ok(Rows {
-                    values: v.as_slice()?,
-                    splits: s.as_slice()?,
-                })
-            })
-            .collect::<PyResult<_>>()?;
-        let names: Vec<&str> = index_keys.iter().map(String::as_str).collect();
-        let splits = value_splits.as_slice()?;
-        let layout = py
-            .detach(|| composite::sparse(key, &cols, &names, splits, &size, already_sorted))
-            .py_err(py)?;
-        let nnz = layout.order.len();
-        let indices = PyArray1::from_vec(py, layout.indices).reshape([nnz, rank + 1])?;
-        Ok((
-            indices,
-            PyArray1::from_vec(py, layout.order),
-            layout.dense_shape,
-        ))
-    })
-}
 
 /// The row splits of a batch's ragged feature, outermost (the batch) first, from the value
 /// column's row splits and the partitions `(kind, values, row_splits, uniform_length)`.

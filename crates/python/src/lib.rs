@@ -98,7 +98,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_sequence_example, m)?)?;
     m.add_function(wrap_pyfunction!(decode_sequence_example, m)?)?;
     m.add_function(wrap_pyfunction!(parse::parse_examples, m)?)?;
-    m.add_function(wrap_pyfunction!(composite::sparse_layout, m)?)?;
     m.add_function(wrap_pyfunction!(composite::ragged_layout, m)?)?;
     m.add_function(wrap_pyfunction!(parse::parse_feature_lists, m)?)?;
     m.add_function(wrap_pyfunction!(parse::pad_steps, m)?)?;

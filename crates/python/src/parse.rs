@@ -1,11 +1,12 @@
 //! Schemas and batch parsing into NumPy.
 
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use tfrecordkit_core::{
-    parse_examples as core_parse, Column, DType, FeatureSpec, Parsed, Schema, SpecKind,
+    parse_examples as core_parse, Assembled, Assembly, Column, DType, FeatureSpec, Parsed,
+    PartitionSource, Schema, SparseValues, SpecKind,
 };
 
 use tfrecordkit_core::sequence;
@@ -37,10 +38,19 @@ pub struct CompiledSchema {
 
 #[pymethods]
 impl CompiledSchema {
-    /// `specs`: `(key, dtype, kind, shape, allow_missing, default)` tuples, where `kind` is
-    /// "fixed", "var" or "sequence" and `default` is a flat list or None.
+    /// `specs`: `(key, dtype, kind, shape, allow_missing, default)` tuples, one per parsed
+    /// column, where `kind` is "fixed", "var" or "sequence" and `default` is a flat list or
+    /// None. `features`: the schema's `(name, spec)` pairs, the spec objects of
+    /// `tfrecordkit.schema` as they are; sparse and ragged features are laid out from the
+    /// columns they read, plain ones are their columns. Without `features` every column is
+    /// a feature.
     #[new]
-    fn new(py: Python<'_>, specs: Vec<Bound<'_, PyTuple>>) -> PyResult<Self> {
+    #[pyo3(signature = (specs, features=None))]
+    fn new(
+        py: Python<'_>,
+        specs: Vec<Bound<'_, PyTuple>>,
+        features: Option<Vec<(String, Bound<'_, PyAny>)>>,
+    ) -> PyResult<Self> {
         crate::errors::guard("CompiledSchema.new", || {
             let mut out = Vec::with_capacity(specs.len());
             for t in specs {
@@ -74,11 +84,160 @@ impl CompiledSchema {
                     default,
                 });
             }
+            let schema = Schema::new(out).py_err(py)?;
+            let Some(features) = features else {
+                return Ok(CompiledSchema { schema });
+            };
+            let assembly = features
+                .iter()
+                .map(|(key, spec)| assembly_of(&schema, key, spec))
+                .collect::<PyResult<Vec<_>>>()?;
             Ok(CompiledSchema {
-                schema: Schema::new(out).py_err(py)?,
+                schema: schema.with_assembly(assembly).py_err(py)?,
             })
         })
     }
+}
+
+/// The index of the parsed column `key` of `schema`.
+fn column_of(schema: &Schema, key: &str) -> PyResult<usize> {
+    schema
+        .specs()
+        .iter()
+        .position(|s| s.key == key)
+        .ok_or_else(|| PyValueError::new_err(format!("the schema parses no column {key:?}")))
+}
+
+/// How the feature `key`, a spec object of `tfrecordkit.schema`, is made from the columns.
+fn assembly_of(schema: &Schema, key: &str, spec: &Bound<'_, PyAny>) -> PyResult<Assembly> {
+    let kind = spec.get_type().name()?.to_string();
+    Ok(match kind.as_str() {
+        "SparseFeature" => {
+            let index_keys: Vec<String> = spec.getattr("index_key")?.extract()?;
+            let value_key: String = spec.getattr("value_key")?.extract()?;
+            Assembly::Sparse {
+                key: key.to_owned(),
+                index: index_keys
+                    .into_iter()
+                    .map(|k| Ok((k.clone(), column_of(schema, &k)?)))
+                    .collect::<PyResult<_>>()?,
+                value: column_of(schema, &value_key)?,
+                size: spec.getattr("size")?.extract()?,
+                already_sorted: spec.getattr("already_sorted")?.extract()?,
+            }
+        }
+        "RaggedFeature" => {
+            let value_key: Option<String> = spec.getattr("value_key")?.extract()?;
+            let partitions = spec
+                .getattr("partitions")?
+                .try_iter()?
+                .map(|p| {
+                    let p = p?;
+                    let name = p.get_type().name()?.to_string();
+                    if name == "UniformRowLength" {
+                        return Ok(PartitionSource::UniformRowLength(
+                            p.getattr("length")?.extract()?,
+                        ));
+                    }
+                    let column = column_of(schema, &p.getattr("key")?.extract::<String>()?)?;
+                    Ok(match name.as_str() {
+                        "RowSplits" => PartitionSource::RowSplits(column),
+                        "RowLengths" => PartitionSource::RowLengths(column),
+                        "RowStarts" => PartitionSource::RowStarts(column),
+                        "RowLimits" => PartitionSource::RowLimits(column),
+                        "ValueRowIds" => PartitionSource::ValueRowIds(column),
+                        other => {
+                            return Err(PyValueError::new_err(format!(
+                                "unknown ragged partition {other}"
+                            )))
+                        }
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            Assembly::Ragged {
+                key: key.to_owned(),
+                value: column_of(schema, value_key.as_deref().unwrap_or(key))?,
+                partitions,
+            }
+        }
+        _ => Assembly::Column(column_of(schema, key)?),
+    })
+}
+
+/// A batch's features (as [`Schema::assemble`] makes them from its `n` parsed columns)
+/// for Python: a plain feature as `(values, shape, row_splits or None)`, a sparse one as
+/// `(indices [nnz, 1 + rank], values, dense_shape, row_splits)`, a ragged one as
+/// `(values, [row splits per level])`. `convert` turns column `i` into its `(values,
+/// shape, row_splits)` tuple (taking it), once however many features read it; `raw`:
+/// gathered bytes values as `(data, offsets)`, as `convert` gives bytes columns then.
+pub fn assembled_to_py<'py>(
+    py: Python<'py>,
+    assembled: Vec<Assembled>,
+    n: usize,
+    raw: bool,
+    mut convert: impl FnMut(usize) -> PyResult<ParsedPy<'py>>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let mut done: Vec<Option<ParsedPy<'py>>> = vec![None; n];
+    let mut column = |i: usize| -> PyResult<ParsedPy<'py>> {
+        if done[i].is_none() {
+            done[i] = Some(convert(i)?);
+        }
+        Ok(done[i].clone().expect("converted"))
+    };
+    let mut out = Vec::with_capacity(assembled.len());
+    for a in assembled {
+        out.push(match a {
+            Assembled::Column(i) => column(i)?.into_pyobject(py)?.into_any(),
+            Assembled::Sparse {
+                indices,
+                values,
+                dense_shape,
+                row_splits,
+            } => {
+                let nnz = indices.len() / dense_shape.len().max(1);
+                let indices = PyArray1::from_vec(py, indices).reshape([nnz, dense_shape.len()])?;
+                let values = match values {
+                    SparseValues::Same(i) => column(i)?.0,
+                    SparseValues::Gathered(c) => values_to_py(py, c, raw)?,
+                };
+                let splits = PyArray1::from_vec(py, row_splits);
+                (indices, values, dense_shape, splits)
+                    .into_pyobject(py)?
+                    .into_any()
+            }
+            Assembled::Ragged { values, levels } => {
+                let levels: Vec<_> = levels
+                    .into_iter()
+                    .map(|l| PyArray1::from_vec(py, l))
+                    .collect();
+                (column(values)?.0, levels).into_pyobject(py)?.into_any()
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// The features of parsed `columns` (all `Parsed`), as [`assembled_to_py`] gives them.
+pub fn features_to_py<'py>(
+    py: Python<'py>,
+    schema: &Schema,
+    columns: Vec<Parsed>,
+    raw: bool,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let assembled = {
+        let refs: Vec<Option<&Parsed>> = columns.iter().map(Some).collect();
+        py.detach(|| schema.assemble(&refs)).py_err(py)?
+    };
+    let n = columns.len();
+    let mut columns: Vec<Option<Parsed>> = columns.into_iter().map(Some).collect();
+    assembled_to_py(py, assembled, n, raw, |i| {
+        let p = columns[i].take().expect("each column converted once");
+        if raw {
+            parsed_column_to_raw(py, p)
+        } else {
+            parsed_column_to_py(py, p)
+        }
+    })
 }
 
 pub fn column_to_py<'py>(py: Python<'py>, col: Column) -> PyResult<Bound<'py, PyAny>> {
@@ -96,19 +255,21 @@ pub fn column_to_py<'py>(py: Python<'py>, col: Column) -> PyResult<Bound<'py, Py
 
 pub type ParsedPy<'py> = (Bound<'py, PyAny>, Vec<usize>, Option<Bound<'py, PyAny>>);
 
-/// Parses serialized Examples; returns `(flat values, shape, row_splits or None)` per spec.
+/// Parses serialized Examples; returns each feature of the schema as
+/// [`assembled_to_py`] gives it (with no features given, one `(flat values, shape,
+/// row_splits or None)` per column).
 #[pyfunction]
 pub fn parse_examples<'py>(
     py: Python<'py>,
     records: &Bound<'py, PyAny>,
     schema: &CompiledSchema,
-) -> PyResult<Vec<ParsedPy<'py>>> {
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
     crate::errors::guard("parse_examples", || {
         let parsed = with_records(records, |slices| {
             py.detach(|| core_parse(&schema.schema, slices))
         })?
         .py_err(py)?;
-        parsed_to_py(py, parsed)
+        features_to_py(py, &schema.schema, parsed, false)
     })
 }
 
@@ -134,14 +295,6 @@ fn with_records<R>(records: &Bound<'_, PyAny>, f: impl FnOnce(&[&[u8]]) -> R) ->
     Ok(f(&slices))
 }
 
-/// Converts parsed columns into `(flat values, shape, row_splits or None)` tuples.
-pub fn parsed_to_py(py: Python<'_>, parsed: Vec<Parsed>) -> PyResult<Vec<ParsedPy<'_>>> {
-    parsed
-        .into_iter()
-        .map(|p| parsed_column_to_py(py, p))
-        .collect()
-}
-
 /// One parsed column as a `(flat values, shape, row_splits or None)` tuple.
 pub fn parsed_column_to_py(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> {
     let values = column_to_py(py, p.values)?;
@@ -149,21 +302,28 @@ pub fn parsed_column_to_py(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> 
     Ok((values, p.shape, splits))
 }
 
-/// As [`parsed_column_to_py`], with a bytes column as `(data, offsets)`: its values back to
-/// back (uint8) and where each ends, after a leading 0 (int64), as Arrow lays binary out.
-pub fn parsed_column_to_raw(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> {
-    let values = match p.values {
-        Column::Bytes { data, ends } => {
+/// A column's values for Python: as [`column_to_py`], or with `raw` a bytes column as
+/// `(data, offsets)`: its values back to back (uint8) and where each ends, after a leading
+/// 0 (int64), as Arrow lays binary out.
+fn values_to_py(py: Python<'_>, values: Column, raw: bool) -> PyResult<Bound<'_, PyAny>> {
+    match values {
+        Column::Bytes { data, ends } if raw => {
             let offsets: Vec<i64> = std::iter::once(0)
                 .chain(ends.iter().map(|&e| e as i64))
                 .collect();
             let data = PyArray1::from_vec(py, data).into_any();
-            (data, PyArray1::from_vec(py, offsets).into_any())
+            Ok((data, PyArray1::from_vec(py, offsets).into_any())
                 .into_pyobject(py)?
-                .into_any()
+                .into_any())
         }
-        col => column_to_py(py, col)?,
-    };
+        col => column_to_py(py, col),
+    }
+}
+
+/// As [`parsed_column_to_py`], with a bytes column as `(data, offsets)` (see
+/// [`values_to_py`]).
+pub fn parsed_column_to_raw(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> {
+    let values = values_to_py(py, p.values, true)?;
     let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
     Ok((values, p.shape, splits))
 }

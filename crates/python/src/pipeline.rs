@@ -9,11 +9,11 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use tfrecordkit_core::pipeline::{
     Cache, Decoded, FileOp, ImageStage, OnError, Payload, Plan, RecordOp,
 };
-use tfrecordkit_core::{Compression, ReadOptions};
+use tfrecordkit_core::{Compression, Parsed, ReadOptions};
 
 use crate::errors::IntoPyResult;
 use crate::image::{pixels_to_py, ImageSpec};
-use crate::parse::{parsed_column_to_py, CompiledSchema};
+use crate::parse::{assembled_to_py, parsed_column_to_py, CompiledSchema};
 
 /// Records kept after a pipeline's first complete pass (in memory, or in a file).
 #[pyclass(module = "tfrecordkit._core", frozen)]
@@ -348,15 +348,31 @@ impl Pipeline {
                     let records = PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))?;
                     (keys.into_pyarray(py), records.into_any())
                 }
-                Payload::Parsed(parsed, keys) => {
+                Payload::Parsed(parsed, keys, assembled) => {
                     let pool = self.inner.pixel_pool();
-                    let mut out = Vec::with_capacity(parsed.len());
-                    for d in parsed {
-                        out.push(match d {
-                            Decoded::Feature(p) => parsed_column_to_py(py, p)?,
-                            Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool))?,
-                        });
-                    }
+                    let schema = self.inner.schema().expect("a parsed unit has a schema");
+                    let assembled = match assembled {
+                        Some(assembled) => assembled,
+                        // Joined from units laid out one by one: each was checked then.
+                        None => {
+                            let columns: Vec<Option<&Parsed>> = parsed
+                                .iter()
+                                .map(|d| match d {
+                                    Decoded::Feature(p) => Some(p),
+                                    Decoded::Images(_) => None,
+                                })
+                                .collect();
+                            py.detach(|| schema.assemble(&columns)).py_err(py)?
+                        }
+                    };
+                    let n = parsed.len();
+                    let mut parsed: Vec<Option<Decoded>> = parsed.into_iter().map(Some).collect();
+                    let out = assembled_to_py(py, assembled, n, false, |i| {
+                        match parsed[i].take().expect("each column converted once") {
+                            Decoded::Feature(p) => parsed_column_to_py(py, p),
+                            Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool)),
+                        }
+                    })?;
                     (keys.into_pyarray(py), PyList::new(py, out)?.into_any())
                 }
             };

@@ -7,12 +7,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::{
-    Compression, Finished, MultiFileReader, ReadOptions, RecordBatch, WriteOptions,
+    Compression, Finished, MultiFileReader, Parsed, ReadOptions, RecordBatch, WriteOptions,
 };
 
 use crate::convert::bytes_like;
 use crate::errors::IntoPyResult;
-use crate::parse::{parsed_column_to_raw, parsed_to_py, CompiledSchema, ParsedPy};
+use crate::parse::{assembled_to_py, parsed_column_to_py, parsed_column_to_raw, CompiledSchema};
 use crate::table::Table;
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
@@ -86,7 +86,7 @@ impl RecordReader {
         schema: &CompiledSchema,
         max_records: usize,
         raw_bytes: bool,
-    ) -> PyResult<Option<Vec<ParsedPy<'py>>>> {
+    ) -> PyResult<Option<Vec<Bound<'py, PyAny>>>> {
         crate::errors::guard("RecordReader.read_parsed", || {
             let RecordReader { inner, batch } = self;
             batch.clear();
@@ -96,9 +96,16 @@ impl RecordReader {
                 return Ok(None);
             }
             let records: Vec<&[u8]> = batch.iter().collect();
-            let parsed = py
-                .detach(|| tfrecordkit_core::parse_examples(&schema.schema, &records))
-                .map_err(|mut e| {
+            // An error in a record of the batch (parsing it, or laying out its sparse and
+            // ragged features) is named by the record's file and index there.
+            let (parsed, assembled) = py
+                .detach(|| {
+                    let parsed = tfrecordkit_core::parse_examples(&schema.schema, &records)?;
+                    let refs: Vec<Option<&Parsed>> = parsed.iter().map(Some).collect();
+                    let assembled = schema.schema.assemble(&refs)?;
+                    Ok((parsed, assembled))
+                })
+                .map_err(|mut e: tfrecordkit_core::Error| {
                     let origin = e.record_index.and_then(|i| inner.origin_in_batch(i));
                     if let Some((path, index)) = origin {
                         e.path = Some(path.to_owned());
@@ -107,14 +114,17 @@ impl RecordReader {
                     e
                 })
                 .py_err(py)?;
-            if raw_bytes {
-                return parsed
-                    .into_iter()
-                    .map(|p| parsed_column_to_raw(py, p))
-                    .collect::<PyResult<_>>()
-                    .map(Some);
-            }
-            parsed_to_py(py, parsed).map(Some)
+            let n = parsed.len();
+            let mut parsed: Vec<Option<Parsed>> = parsed.into_iter().map(Some).collect();
+            assembled_to_py(py, assembled, n, raw_bytes, |i| {
+                let p = parsed[i].take().expect("each column converted once");
+                if raw_bytes {
+                    parsed_column_to_raw(py, p)
+                } else {
+                    parsed_column_to_py(py, p)
+                }
+            })
+            .map(Some)
         })
     }
 

@@ -100,9 +100,7 @@ def convert_locally(job: Job) -> ConversionSummary:
     finally:
         bar.close()
     if vocab is not None:
-        write_file(
-            join(output_dir, "labels.txt"), "".join(v + "\n" for v in vocab), options
-        )
+        write_file(join(output_dir, "labels.txt"), "".join(v + "\n" for v in vocab), options)
     discarded.sort(key=lambda d: d["row"])
     write_discarded(join(output_dir, "discarded.csv"), columns, discarded, options)
     summary.discarded = len(discarded)

@@ -59,12 +59,8 @@ def write_side_files(
 ) -> None:
     """``schema.json`` (when anything was written) and ``summary.json``."""
     if schema is not None:
-        write_file(
-            join(output_dir, "schema.json"), schema.to_json(indent=1) + "\n", options
-        )
-    write_file(
-        join(output_dir, "summary.json"), json.dumps(asdict(summary), indent=1), options
-    )
+        write_file(join(output_dir, "schema.json"), schema.to_json(indent=1) + "\n", options)
+    write_file(join(output_dir, "summary.json"), json.dumps(asdict(summary), indent=1), options)
 
 
 @dataclass

@@ -180,6 +180,11 @@ impl Pipeline {
         Arc::clone(&self.pool)
     }
 
+    /// The schema the pipeline parses with, if it parses.
+    pub fn schema(&self) -> Option<&Schema> {
+        self.plan.schema.as_deref()
+    }
+
     /// Starts the threads of `plan`. `opener` reads paths that are not local files.
     ///
     /// With a schema and `parse_workers == 0`, batches are parsed by the thread that

@@ -28,16 +28,18 @@ impl Refill {
 
     /// Takes one item from upstream; full batches (and errors, in their place) go to `out`.
     pub(super) fn push(&mut self, item: Item, out: &mut VecDeque<Item>) {
-        let (columns, keys) = match item {
-            Ok(Payload::Parsed(columns, keys)) => (columns, keys),
+        let (columns, keys, assembled) = match item {
+            Ok(Payload::Parsed(columns, keys, assembled)) => (columns, keys, assembled),
             other => {
                 out.push_back(other);
                 return;
             }
         };
+        // A unit passed on whole keeps its features as laid out; joined or cut ones are
+        // laid out again from their columns.
         let (mut columns, mut keys) = match self.held.take() {
             None if keys.len() == self.size => {
-                out.push_back(Ok(Payload::Parsed(columns, keys)));
+                out.push_back(Ok(Payload::Parsed(columns, keys, assembled)));
                 return;
             }
             None => (columns, keys),
@@ -53,7 +55,7 @@ impl Refill {
         while keys.len() >= self.size {
             let rest_keys = keys.split_off(self.size);
             let rest = split_rows(&mut columns, self.size);
-            out.push_back(Ok(Payload::Parsed(columns, keys)));
+            out.push_back(Ok(Payload::Parsed(columns, keys, None)));
             (columns, keys) = (rest, rest_keys);
         }
         if !keys.is_empty() {
@@ -64,7 +66,7 @@ impl Refill {
     /// The rows left at the end of the stream, unless the last short batch is dropped.
     pub(super) fn finish(&mut self) -> Option<Item> {
         let (columns, keys) = self.held.take()?;
-        (!self.drop_remainder).then_some(Ok(Payload::Parsed(columns, keys)))
+        (!self.drop_remainder).then_some(Ok(Payload::Parsed(columns, keys, None)))
     }
 }
 
@@ -264,12 +266,13 @@ mod tests {
                 pixels(&px),
             ],
             ids.iter().map(|&i| i as u64 + 100).collect(),
+            None,
         ))
     }
 
     fn same(a: &Item, b: &Item) -> bool {
         match (a, b) {
-            (Ok(Payload::Parsed(x, kx)), Ok(Payload::Parsed(y, ky))) => {
+            (Ok(Payload::Parsed(x, kx, _)), Ok(Payload::Parsed(y, ky, _))) => {
                 kx == ky
                     && x.iter().zip(y).all(|p| match p {
                         (Decoded::Feature(a), Decoded::Feature(b)) => a == b,

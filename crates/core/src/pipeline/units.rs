@@ -5,6 +5,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::readers::Files;
 use super::{mix, record_key, OnError, Origin, Plan};
+use crate::assemble::Assembled;
 use crate::error::{Error, Result};
 use crate::image::{decode_batch, PixelBatch, PixelPool};
 use crate::parse::{parse_examples, Column, Parsed};
@@ -13,15 +14,17 @@ use crate::reader::RecordBatch;
 /// What one output unit holds, with the key of each of its records (see [`record_key`]).
 pub enum Payload {
     Records(RecordBatch, Vec<u64>),
-    /// One entry per schema feature.
-    Parsed(Vec<Decoded>, Vec<u64>),
+    /// One entry per parsed column of the schema, the keys, and the schema's features as
+    /// laid out from the columns (`None` when they are to be laid out yet: a unit joined
+    /// from others).
+    Parsed(Vec<Decoded>, Vec<u64>, Option<Vec<Assembled>>),
 }
 
 impl Payload {
     /// The records of the unit.
     pub fn len(&self) -> usize {
         match self {
-            Payload::Records(_, keys) | Payload::Parsed(_, keys) => keys.len(),
+            Payload::Records(_, keys) | Payload::Parsed(_, keys, _) => keys.len(),
         }
     }
 
@@ -77,7 +80,7 @@ fn process(
     pool: &PixelPool,
     records: &[&[u8]],
     origins: &[Origin],
-) -> Result<Vec<Decoded>> {
+) -> Result<(Vec<Decoded>, Vec<Assembled>)> {
     let schema = plan.schema.as_ref().expect("a parsed unit has a schema");
     let parsed = parse_examples(schema, records)?;
     let mut out: Vec<Decoded> = parsed.into_iter().map(Decoded::Feature).collect();
@@ -104,7 +107,17 @@ fn process(
             decode_batch(&images, &seeds, &stage.spec, Some(pool)).map_err(|e| e.with_key(key))?;
         out[stage.feature] = Decoded::Images(pixels);
     }
-    Ok(out)
+    // Sparse and ragged features are laid out here, on the parse workers: a record whose
+    // partitions or counts do not fit fails here, where the error policy can skip it.
+    let columns: Vec<Option<&Parsed>> = out
+        .iter()
+        .map(|d| match d {
+            Decoded::Feature(p) => Some(p),
+            Decoded::Images(_) => None,
+        })
+        .collect();
+    let assembled = schema.assemble(&columns)?;
+    Ok((out, assembled))
 }
 
 pub(super) fn parse_unit(
@@ -119,7 +132,11 @@ pub(super) fn parse_unit(
     }
     let records: Vec<&[u8]> = batch.iter().collect();
     match process(plan, pool, &records, origins) {
-        Ok(parsed) => vec![Ok(Payload::Parsed(parsed, keys_of(origins)))],
+        Ok((parsed, assembled)) => vec![Ok(Payload::Parsed(
+            parsed,
+            keys_of(origins),
+            Some(assembled),
+        ))],
         Err(e) if plan.on_error == OnError::Stop => {
             let origin = e.record_index.and_then(|i| origins.get(i as usize));
             vec![Err(locate(e, files, origin))]
@@ -143,7 +160,11 @@ pub(super) fn parse_unit(
             }
             if !good.is_empty() {
                 match process(plan, pool, &good, &good_origins) {
-                    Ok(parsed) => items.push(Ok(Payload::Parsed(parsed, keys_of(&good_origins)))),
+                    Ok((parsed, assembled)) => items.push(Ok(Payload::Parsed(
+                        parsed,
+                        keys_of(&good_origins),
+                        Some(assembled),
+                    ))),
                     Err(e) => {
                         let origin = e.record_index.and_then(|i| good_origins.get(i as usize));
                         items.push(Err(locate(e, files, origin)))
@@ -208,7 +229,7 @@ mod tests {
         let mut out = Vec::new();
         while let Some(item) = pipeline.next_item() {
             out.push(match item {
-                Ok(Payload::Parsed(columns, keys)) => {
+                Ok(Payload::Parsed(columns, keys, _)) => {
                     let n = keys.len();
                     let [Decoded::Feature(parsed)] = &columns[..] else {
                         panic!("one parsed feature per unit");
@@ -367,7 +388,7 @@ mod tests {
         assert_eq!(e.path.as_deref(), Some(a.as_str()));
         assert_eq!(e.offset, Some(offset_of(&records, 3)));
         assert_eq!(e.record_index, Some(3));
-        let Some(Ok(Payload::Parsed(columns, keys))) = pipeline.next_item() else {
+        let Some(Ok(Payload::Parsed(columns, keys, _))) = pipeline.next_item() else {
             panic!("the three good images in one unit");
         };
         assert_eq!(keys.len(), 3);
