@@ -46,6 +46,7 @@ from .example import (
 from .index import RecordIndex, build_index
 from .indexed import IndexedDataset
 from .manifest import Manifest, ShardInfo
+from .options import ReadOptions
 from .records import (
     RecordWriter,
     count,
@@ -94,6 +95,7 @@ __all__ = [
     "NotTFRecordError",
     "Ragged",
     "RaggedFeature",
+    "ReadOptions",
     "ReadReport",
     "RecordIndex",
     "RecordWriter",

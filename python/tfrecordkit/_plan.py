@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,8 @@ class Interleave:
     cycle_length: int
     block_length: int
     deterministic: bool
+    # Files read at once; 0 for every open one.
+    parallel_reads: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class Source:
     verify: bool
     on_error: Any
     max_record_bytes: int | None
+    resync: bool = False
     # A split among consumers (DataLoader workers and ranks): (count, index, by_files).
     consumers: tuple[int, int, bool] | None = None
     # Opens the files that are URLs; None when all are local.
@@ -113,7 +116,7 @@ class Plan:
     """What the stages of a Dataset compile to."""
 
     file_ops: list[Op] = field(default_factory=list)
-    interleave: Interleave = Interleave(1, 1, True)
+    interleave: Interleave = Interleave(1, 1, True, 0)
     record_ops: list[Op] = field(default_factory=list)
     schema: Schema | None = None
     batch: Batch | None = None
@@ -131,6 +134,7 @@ class NativePlan:
     files: list[str]
     compression: str | None
     verify: bool
+    resync: bool
     max_record_bytes: int | None
     continue_on_error: bool
     file_ops: list[Any]
@@ -383,7 +387,7 @@ def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
     interleave = plan.interleave
     if source.consumers is not None and not source.consumers[2]:
         # Consumers splitting records must all see them in the same order.
-        interleave = Interleave(interleave.cycle_length, interleave.block_length, True)
+        interleave = replace(interleave, deterministic=True)
     schema = plan.schema
     batched = plan.batch is not None
     sequences = schema is not None and any(isinstance(s, FixedLenSequence) for s in schema.values())
@@ -402,6 +406,7 @@ def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
         files=list(source.files),
         compression=source.compression,
         verify=source.verify,
+        resync=source.resync,
         max_record_bytes=source.max_record_bytes,
         continue_on_error=source.on_error != "raise",
         file_ops=file_ops,

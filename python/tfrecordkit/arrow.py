@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _core
 from ._paths import Paths, StorageOptions
+from ._policy import OnError
 from .arrow_layout import (
     arrow_type,
     list_array,
@@ -28,7 +29,9 @@ from .arrow_layout import (
     with_strings,
 )
 from .errors import SchemaError
+from .options import ReadOptions
 from .records import _batches, _located, _open, infer_schema
+from .reports import ReadReport
 from .schema import (
     FixedLen,
     FixedLenSequence,
@@ -53,9 +56,15 @@ def read_arrow(
     batch_size: int = 65_536,
     columns: Sequence[str] | None = None,
     strings: bool = False,
-    compression: str | None = "auto",
-    storage_options: StorageOptions = None,
     sequence_schema: Schema | dict[str, Any] | None = None,
+    compression: str | None = "auto",
+    verify: bool = True,
+    on_error: OnError = "raise",
+    resync: bool = False,
+    max_record_bytes: int | None = None,
+    report: ReadReport | None = None,
+    storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
 ) -> Any:
     """The Examples of ``paths`` as a ``pyarrow.RecordBatchReader`` of up to
     ``batch_size`` rows per batch, streamed: one batch in memory at a time.
@@ -81,20 +90,35 @@ def read_arrow(
     steps of ``large_list``\\ s of values, ``RaggedFeature`` a ``large_list`` of steps,
     each as above. A missing feature list has no steps.
 
-    Errors name the file, the record and the feature.
+    Errors name the file, the record and the feature. The read options
+    (``compression``, ``verify``, ``on_error``, ``resync``, ``max_record_bytes``,
+    ``report``, ``storage_options``, or all of them as ``options``) are those of every
+    reader (see :class:`~tfrecordkit.ReadOptions`): with ``on_error="skip"`` a damaged
+    record is stepped over and the batches go on.
 
     >>> table = read_arrow("train-*.tfrecord").read_all()  # doctest: +SKIP
     >>> polars.from_arrow(table)  # doctest: +SKIP
     """
     import pyarrow as pa
 
+    o = ReadOptions.of(
+        options,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        resync=resync,
+        max_record_bytes=max_record_bytes,
+        report=report,
+        storage_options=storage_options,
+    )
     if schema is None and sequence_schema is None:
-        schema = infer_schema(paths, compression=compression, storage_options=storage_options)
+        # Inferred from records read as the batches will be, counted once in the report.
+        schema = infer_schema(paths, options=o.replace(report=None))
         sequence_schema = schema.sequence
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
     names = arrow_schema.names
     kinds = {f.name: f.type for f in arrow_schema}
-    reader = _open(paths, compression, True, "raise", None, False, storage_options)
+    reader = _open(paths, o)
     next_batch, arrays = _readers(pa, reader, context, lists, batch_size)
 
     def batch(parsed: Any) -> Any:
@@ -103,7 +127,7 @@ def read_arrow(
         return pa.RecordBatch.from_arrays(out, schema=arrow_schema)
 
     def batches() -> Iterator[Any]:
-        for parsed in _batches(next_batch, "raise", reader, None):
+        for parsed in _batches(next_batch, o, reader):
             yield _located(reader, batch, parsed)
 
     return pa.RecordBatchReader.from_batches(arrow_schema, batches())

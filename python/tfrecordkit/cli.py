@@ -374,6 +374,7 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     help="A Beam pipeline option (project=..., region=..., temp_location=...); repeatable.",
 )
 @click.option(
+    "--roles",
     "--schema",
     "schema_json",
     callback=lambda _, __, v: _json_object(v),
@@ -422,7 +423,7 @@ def convert(
         summary = run(
             source,
             output_dir,
-            schema=schema_json,
+            roles=schema_json,
             runner=runner,
             pipeline_options=options,
             num_shards=num_shards,

@@ -33,8 +33,9 @@ from ._plan import (
     Source,
     op_name,
 )
-from ._policy import OnError, check_on_error
+from ._policy import OnError
 from .image import DEFAULT_CROP_RATIO, ImageOptions
+from .options import ReadOptions
 from .records import _known_count, infer_schema
 from .schema import Schema, _as_schema
 from .sequence import as_sequence_schema
@@ -83,19 +84,30 @@ class Dataset:
         compression: str | None = "auto",
         verify: bool = True,
         on_error: OnError = "raise",
+        resync: bool = False,
         max_record_bytes: int | None = None,
         storage_options: StorageOptions = None,
+        options: ReadOptions | None = None,
     ) -> Dataset:
         """The files matching ``pattern`` (a glob, a path, a URL, or a list of them),
         sorted, optionally shuffled with ``seed``. Read them with :meth:`interleave`.
 
         ``on_error`` decides what damaged or unparsable records do: ``"raise"`` (the
         default), ``"skip"``, ``"warn"``, or a callable given each error.
-        ``storage_options`` (credentials, an endpoint) go to the filesystem of URLs.
+        ``storage_options`` (credentials, an endpoint) go to the filesystem of URLs. The
+        read options are those of every reader (see :class:`~tfrecordkit.ReadOptions`),
+        ``report`` aside.
         """
-        ds = cls(
-            _source(pattern, True, compression, verify, on_error, max_record_bytes, storage_options)
+        o = ReadOptions.of(
+            options,
+            compression=compression,
+            verify=verify,
+            on_error=on_error,
+            resync=resync,
+            max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
         )
+        ds = cls(_source(pattern, True, o))
         if shuffle:
             ds = ds._then(_core.Shuffle(max(1, len(ds._source.files)), _seed(seed)))
         return ds
@@ -108,15 +120,24 @@ class Dataset:
         compression: str | None = "auto",
         verify: bool = True,
         on_error: OnError = "raise",
+        resync: bool = False,
         max_record_bytes: int | None = None,
         storage_options: StorageOptions = None,
+        options: ReadOptions | None = None,
     ) -> Dataset:
-        """The records of ``paths``, one file after another (as ``tf.data.TFRecordDataset``)."""
-        return cls(
-            _source(paths, False, compression, verify, on_error, max_record_bytes, storage_options)
+        """The records of ``paths``, one file after another (as ``tf.data.TFRecordDataset``),
+        read with the options of every reader (see :class:`~tfrecordkit.ReadOptions`),
+        ``report`` aside."""
+        o = ReadOptions.of(
+            options,
+            compression=compression,
+            verify=verify,
+            on_error=on_error,
+            resync=resync,
+            max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
         )
-
-    # -- transformations ---------------------------------------------------------------
+        return cls(_source(paths, False, o))
 
     def _then(self, op: Any) -> Dataset:
         ds = Dataset(self._source, (*self._ops, op))
@@ -131,12 +152,23 @@ class Dataset:
         deterministic: bool = True,
     ) -> Dataset:
         """Reads the files, ``cycle_length`` at a time, ``block_length`` records from each
-        in turn. Each open file is read on its own native thread. With
-        ``deterministic=False`` records come from whichever file has them ready."""
+        in turn. Each open file is read on its own native thread; ``num_parallel_calls``
+        of them read at once (all ``cycle_length`` with ``AUTOTUNE``, one at a time with
+        ``None``, as tf.data's sequential interleave), which changes how fast, never in
+        what order. With ``deterministic=False`` records come from whichever file has them
+        ready."""
         _check_count("cycle_length", cycle_length, allow_autotune=True)
         _check_count("block_length", block_length)
+        if num_parallel_calls is not None:
+            _check_count("num_parallel_calls", num_parallel_calls, allow_autotune=True)
         cycle = _stages.cpus() if cycle_length == AUTOTUNE else int(cycle_length)
-        return self._then(Interleave(cycle, int(block_length), bool(deterministic)))
+        if num_parallel_calls == AUTOTUNE:
+            reads = 0
+        elif num_parallel_calls is None:
+            reads = 1
+        else:
+            reads = 0 if num_parallel_calls >= cycle else int(num_parallel_calls)
+        return self._then(Interleave(cycle, int(block_length), bool(deterministic), reads))
 
     def parse(
         self,
@@ -564,26 +596,22 @@ def _check_count(
         raise ValueError(f"{name} must be an int >= {low}, not {value!r}")
 
 
-def _source(
-    paths: Paths,
-    files_level: bool,
-    compression: str | None,
-    verify: bool,
-    on_error: Any,
-    max_record_bytes: int | None,
-    storage_options: StorageOptions,
-) -> Source:
-    check_on_error(on_error)
-    files = tuple(expand_paths(paths, storage_options=storage_options))
-    opener = opener_for(files, storage_options)
-    counts = _RecordCounts(files, storage_options)
+def _source(paths: Paths, files_level: bool, o: ReadOptions) -> Source:
+    if o.report is not None:
+        raise ValueError(
+            "a Dataset fills no ReadReport: count what is skipped with on_error=<a callable>"
+        )
+    files = tuple(expand_paths(paths, storage_options=o.storage_options))
+    opener = opener_for(files, o.storage_options)
+    counts = _RecordCounts(files, o.storage_options)
     return Source(
         files,
         files_level,
-        compression,
-        verify,
-        on_error,
-        max_record_bytes,
+        o.compression,
+        o.verify,
+        o.on_error,
+        o.max_record_bytes,
+        resync=o.resync,
         opener=opener,
         counts=counts,
     )

@@ -21,10 +21,11 @@ from ._paths import (
     opener_for,
     read_bytes,
 )
-from ._policy import OnError, check_on_error, policed
+from ._policy import OnError, policed
 from .errors import TFRecordError
 from .example import decode_sequence_example
 from .manifest import SHARD_RE, Manifest, manifest_path
+from .options import ReadOptions
 from .reports import ReadReport
 from .schema import Schema, _as_schema
 from .sequence import SequenceGuess
@@ -56,6 +57,7 @@ def read_records(
     max_record_bytes: int | None = None,
     report: ReadReport | None = None,
     storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
 ) -> Iterator[bytes]:
     """Iterates over the records of one or more TFRecord files, in order.
 
@@ -73,7 +75,8 @@ def read_records(
     ``resync=True`` makes every framing error skippable: the reader scans forward to the
     next record whose checksums hold and reports the bytes it skipped (``error.lost``).
     A :class:`~tfrecordkit.ReadReport` passed as ``report`` counts, per file, the records
-    read and the damage skipped.
+    read and the damage skipped. ``options``, a :class:`~tfrecordkit.ReadOptions`, gives
+    these read options as one value, as every reader takes it.
 
     ``follow=True`` reads a file that is still being written, as TensorBoard does: at the end
     of the last file, an incomplete record is waited on rather than reported, and new
@@ -83,12 +86,20 @@ def read_records(
     >>> for record in read_records("data/*.tfrecord"):  # doctest: +SKIP
     ...     example = decode_example(record)
     """
-    reader = _open(
-        paths, compression, verify, on_error, max_record_bytes, resync, storage_options, follow
+    o = ReadOptions.of(
+        options,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        resync=resync,
+        max_record_bytes=max_record_bytes,
+        report=report,
+        storage_options=storage_options,
     )
+    reader = _open(paths, o, follow)
 
     def batches() -> Iterator[list[bytes]]:
-        return _batches(lambda: reader.read_batch(512), on_error, reader, report)
+        return _batches(lambda: reader.read_batch(512), o, reader)
 
     if follow:
         return itertools.chain.from_iterable(_following(batches, follow_timeout, poll_interval))
@@ -123,14 +134,25 @@ def read_batches(
     max_record_bytes: int | None = None,
     report: ReadReport | None = None,
     storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
 ) -> Iterator[list[bytes]]:
     """Like :func:`read_records`, but yields lists of up to ``batch_size`` records.
 
     Batches run across file boundaries; one is shorter only at the end, or where damage
     was skipped.
     """
-    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync, storage_options)
-    return _batches(lambda: reader.read_batch(batch_size), on_error, reader, report)
+    o = ReadOptions.of(
+        options,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        resync=resync,
+        max_record_bytes=max_record_bytes,
+        report=report,
+        storage_options=storage_options,
+    )
+    reader = _open(paths, o)
+    return _batches(lambda: reader.read_batch(batch_size), o, reader)
 
 
 def read_examples(
@@ -145,6 +167,7 @@ def read_examples(
     max_record_bytes: int | None = None,
     report: ReadReport | None = None,
     storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Reads and parses Examples in batches: each item is what :func:`parse_examples`
     returns for up to ``batch_size`` records. Reading, checksums and parsing all run in
@@ -154,10 +177,20 @@ def read_examples(
     >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
     ...     train_step(batch["label"])
     """
+    o = ReadOptions.of(
+        options,
+        compression=compression,
+        verify=verify,
+        on_error=on_error,
+        resync=resync,
+        max_record_bytes=max_record_bytes,
+        report=report,
+        storage_options=storage_options,
+    )
     schema = _as_schema(schema)
     compiled = schema.compiled()
-    reader = _open(paths, compression, verify, on_error, max_record_bytes, resync, storage_options)
-    batches = _batches(lambda: reader.read_parsed(compiled, batch_size), on_error, reader, report)
+    reader = _open(paths, o)
+    batches = _batches(lambda: reader.read_parsed(compiled, batch_size), o, reader)
     return (_located(reader, schema.outputs, parsed) for parsed in batches)
 
 
@@ -173,36 +206,27 @@ def _located(reader: _core.RecordReader, outputs: Callable[[Any], T], parsed: An
         raise
 
 
-def _open(
-    paths: Paths,
-    compression: str | None,
-    verify: bool,
-    on_error: object,
-    max_record_bytes: int | None,
-    resync: bool,
-    storage_options: StorageOptions,
-    follow: bool = False,
-) -> _core.RecordReader:
-    check_on_error(on_error)
-    files = expand_paths(paths, storage_options=storage_options)
-    opener = opener_for(files, storage_options)
+def _open(paths: Paths, o: ReadOptions, follow: bool = False) -> _core.RecordReader:
+    files = expand_paths(paths, storage_options=o.storage_options)
+    opener = opener_for(files, o.storage_options)
     if follow and opener is not None:
         raise ValueError("follow=True reads local files only")
-    return _core.RecordReader(files, compression, verify, max_record_bytes, resync, follow, opener)
+    return _core.RecordReader(
+        files, o.compression, o.verify, o.max_record_bytes, o.resync, follow, opener
+    )
 
 
 T = TypeVar("T")
 
 
 def _batches(
-    next_batch: Callable[[], T | None],
-    on_error: OnError,
-    reader: _core.RecordReader,
-    report: ReadReport | None,
+    next_batch: Callable[[], T | None], o: ReadOptions, reader: _core.RecordReader
 ) -> Iterator[T]:
-    """Calls ``next_batch`` until it returns nothing, applying the ``on_error`` policy."""
+    """Calls ``next_batch`` until it returns nothing, applying the ``on_error`` policy and
+    counting into the report of ``o``."""
+    report = o.report
     try:
-        yield from policed(next_batch, on_error, note=None if report is None else report.note)
+        yield from policed(next_batch, o.on_error, note=None if report is None else report.note)
     finally:
         if report is not None:
             report.count(reader.delivered())

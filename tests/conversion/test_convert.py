@@ -66,7 +66,7 @@ def test_integer_labels_and_extra_columns(tmp_path, helpers):
         "weight": "float",
         "note": "string",
     }
-    summary = tfr.convert(frame, tmp_path / "o", schema=roles, progress=False)
+    summary = tfr.convert(frame, tmp_path / "o", roles=roles, progress=False)
     assert summary.labels is None and summary.rows["TEST"] == 2
     test = split_examples(tmp_path / "o", "test")
     assert [e["label"][0] for e in test] == [7, 3]
@@ -74,6 +74,12 @@ def test_integer_labels_and_extra_columns(tmp_path, helpers):
     assert [e["note"] for e in test] == [[b"d"], [b"e"]]
     assert "label_text" not in test[0]
 
+    # schema=, TFRecorder's name for the roles, still works, with a DeprecationWarning.
+    with pytest.warns(DeprecationWarning, match="roles="):
+        again = tfr.convert(frame, tmp_path / "o2", schema=roles, progress=False)
+    assert again.rows == summary.rows
+    with pytest.raises(TypeError, match="roles="):
+        tfr.convert(frame, tmp_path / "o3", roles=roles, schema=roles, progress=False)
 
 def test_accessor_directory_tree_and_resize(tmp_path, helpers):
     root = tmp_path / "tree"
@@ -98,9 +104,9 @@ def test_accessor_directory_tree_and_resize(tmp_path, helpers):
 
 def test_bad_arguments(table, tmp_path):
     with pytest.raises(ValueError, match="no column"):
-        tfr.convert(table.csv, tmp_path / "x", schema={"nope": "split", "image_uri": "image_uri"})
+        tfr.convert(table.csv, tmp_path / "x", roles={"nope": "split", "image_uri": "image_uri"})
     with pytest.raises(ValueError, match="role"):
-        tfr.convert(table.csv, tmp_path / "x", schema={"split": "splitter"})
+        tfr.convert(table.csv, tmp_path / "x", roles={"split": "splitter"})
     with pytest.raises(ValueError, match="runner"):
         tfr.convert(table.csv, tmp_path / "x", runner="NoSuchRunner")
     # Dataflow needs its options: they pass through to Beam's validation.

@@ -494,3 +494,26 @@ def test_sparse_and_ragged_features_are_laid_out_by_the_engine(tmp_path):
     assert [row for b in batches for row in b["r"].to_list()] == [
         [np.arange(i % 3, dtype=np.float32).tolist()] for i in kept
     ]
+
+
+@pytest.mark.parametrize("calls", [None, 1, 2, tfr.AUTOTUNE, 64])
+def test_interleave_num_parallel_calls_changes_no_order(tmp_path, calls):
+    paths = []
+    for f in range(5):
+        path = tmp_path / f"f{f}.tfrecord"
+        with tfr.RecordWriter(path) as w:
+            w.write_many(f"{f}-{i}".encode() for i in range(300 + 40 * f))
+        paths.append(str(path))
+    base = tfr.Dataset.list_files(paths).interleave(cycle_length=3, block_length=7)
+    ds = tfr.Dataset.list_files(paths).interleave(
+        cycle_length=3, block_length=7, num_parallel_calls=calls
+    )
+    assert list(ds) == list(base)
+
+
+def test_interleave_refuses_a_bad_num_parallel_calls(tmp_path):
+    path = tmp_path / "one.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(b"r")
+    with pytest.raises(ValueError, match="num_parallel_calls"):
+        tfr.Dataset.list_files(str(path)).interleave(num_parallel_calls=0)

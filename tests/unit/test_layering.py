@@ -132,6 +132,11 @@ LEAVES = {
         "tfrecordkit.schema",
     },
     "tfrecordkit._elements": {"tfrecordkit.tensors"},
+    "tfrecordkit.options": {
+        "tfrecordkit._paths",
+        "tfrecordkit._policy",
+        "tfrecordkit.reports",
+    },
     "tfrecordkit._guess": {"tfrecordkit.errors", "tfrecordkit.schema"},
     "tfrecordkit._tfds_features": {"tfrecordkit.schema"},
     "tfrecordkit.arrow_layout": {"tfrecordkit.errors", "tfrecordkit.schema"},

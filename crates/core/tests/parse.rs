@@ -233,7 +233,7 @@ fn a_large_batch_parses_as_its_parts_do() {
 #[test]
 fn sparse_and_ragged_features_are_laid_out_from_their_columns() {
     use tfrecordkit_core::{Assembled, Assembly, PartitionSource, SparseValues};
-    let records = vec![
+    let records = [
         record(&[
             ("i", Feature::Int64(vec![5, 2])),
             ("v", Feature::Float(vec![0.5, 0.25])),
@@ -304,7 +304,7 @@ fn sparse_and_ragged_features_are_laid_out_from_their_columns() {
 #[test]
 fn a_record_whose_partition_does_not_fit_is_named() {
     use tfrecordkit_core::{Assembly, PartitionSource};
-    let records = vec![
+    let records = [
         record(&[
             ("v", Feature::Int64(vec![1, 2])),
             ("n", Feature::Int64(vec![2])),

@@ -229,12 +229,14 @@ impl Stage<'_> {
     }
 }
 
-/// `interleave(cycle_length, block_length, deterministic)`, read from its attributes.
+/// `interleave(cycle_length, block_length, deterministic, num_parallel_calls)`, read from
+/// its attributes.
 #[derive(FromPyObject)]
 struct InterleaveSpec {
     cycle_length: usize,
     block_length: usize,
     deterministic: bool,
+    parallel_reads: usize,
 }
 
 /// The plan `tfrecordkit._plan.NativePlan` describes, read from its attributes.
@@ -243,6 +245,7 @@ struct PlanSpec<'py> {
     files: Vec<String>,
     compression: Option<String>,
     verify: bool,
+    resync: bool,
     max_record_bytes: Option<u64>,
     continue_on_error: bool,
     file_ops: Vec<Stage<'py>>,
@@ -264,6 +267,7 @@ impl PlanSpec<'_> {
         let mut read = ReadOptions {
             compression: Compression::parse(self.compression.as_deref()).py_err(py)?,
             verify: self.verify,
+            resync: self.resync,
             ..ReadOptions::default()
         };
         if let Some(m) = self.max_record_bytes {
@@ -279,6 +283,7 @@ impl PlanSpec<'_> {
                 .collect::<PyResult<_>>()?,
             cycle_length: self.interleave.cycle_length,
             block_length: self.interleave.block_length,
+            parallel_reads: self.interleave.parallel_reads,
             deterministic: self.interleave.deterministic,
             record_ops: self.record_ops.iter().map(Stage::record_op).collect(),
             batch_size: self.unit,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +29,7 @@ def convert(
     source: Any,
     output_dir: str | os.PathLike[str],
     *,
-    schema: Mapping[str, str] | None = None,
+    roles: Mapping[str, str] | None = None,
     runner: str = "local",
     pipeline_options: Mapping[str, Any] | None = None,
     num_shards: int | None = None,
@@ -41,13 +42,15 @@ def convert(
     progress: bool = True,
     tfds: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    schema: Mapping[str, str] | None = None,
 ) -> ConversionSummary:
     """Converts a table of images and labels into TFRecord splits.
 
     ``source`` is a CSV path, a Parquet path, a pandas DataFrame, or a directory tree
     ``SPLIT/LABEL/*.jpg``; the table, the images and ``output_dir`` may be URLs
-    (``s3://``, ``gs://``...), reached with ``storage_options``. ``schema`` maps column
-    names to roles: ``"split"`` (TRAIN, VALIDATION or TEST, any case), ``"image_uri"``
+    (``s3://``, ``gs://``...), reached with ``storage_options``. ``roles`` maps column
+    names to their roles (``schema=``, TFRecorder's name for it, is the deprecated
+    spelling): ``"split"`` (TRAIN, VALIDATION or TEST, any case), ``"image_uri"``
     (a local path or any fsspec URL), ``"label"``, and ``"integer"`` / ``"float"`` /
     ``"string"`` for other inputs; the default is
     ``{"split": "split", "image_uri": "image_uri", "label": "label"}``.
@@ -79,7 +82,17 @@ def convert(
     started = time.monotonic()
     output_dir = os.fspath(output_dir)
     columns, rows = read_table(source, storage_options)
-    roles = check_roles(schema, columns)
+    if schema is not None:
+        if roles is not None:
+            raise TypeError("pass the column roles as roles=, not also as schema=")
+        warnings.warn(
+            "convert(schema=) is now convert(roles=): the column roles; schema means "
+            "feature specs everywhere else",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        roles = schema
+    roles = check_roles(roles, columns)
     by_role = {role: col for col, role in roles.items() if role in ("split", "image_uri", "label")}
     job = Job(
         rows=rows,

@@ -37,7 +37,7 @@ pub use cache::Cache;
 pub use files::file_order_of;
 pub use units::{Decoded, Item, Payload};
 
-use readers::Files;
+use readers::{Files, Permits};
 use refill::Refill;
 use stages::build;
 use units::{keys_of, parse_unit, Unit, Work};
@@ -91,6 +91,9 @@ pub struct Plan {
     pub file_ops: Vec<FileOp>,
     pub cycle_length: usize,
     pub block_length: usize,
+    /// How many of the open files are read at once (`interleave(num_parallel_calls)`);
+    /// 0 for all of them.
+    pub parallel_reads: usize,
     /// `false` takes records from whichever open file has them ready.
     pub deterministic: bool,
     pub record_ops: Vec<RecordOp>,
@@ -198,6 +201,7 @@ impl Pipeline {
             read: plan.read,
             opener,
             on_error: plan.on_error,
+            permits: (plan.parallel_reads > 0).then(|| Permits::new(plan.parallel_reads)),
         });
         let plan = Arc::new(plan);
         let (out_tx, out_rx) = bounded(plan.prefetch.max(1));

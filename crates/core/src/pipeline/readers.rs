@@ -1,7 +1,8 @@
 //! Reader threads, and the interleaves that merge the records they read.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
@@ -50,6 +51,55 @@ pub(super) struct Files {
     pub(super) read: ReadOptions,
     pub(super) opener: SharedOpener,
     pub(super) on_error: OnError,
+    /// Limits how many files are read at once, when the plan does.
+    pub(super) permits: Option<Permits>,
+}
+
+/// At most `n` reader threads reading at once (`interleave(num_parallel_calls=n)`): a
+/// thread holds a permit while it fills a chunk, never while it waits to hand one over,
+/// so the file the consumer waits for always gets its turn.
+pub(super) struct Permits {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+struct Permit<'a>(&'a Permits);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut free) = self.0.free.lock() {
+            *free += 1;
+        }
+        self.0.freed.notify_one();
+    }
+}
+
+impl Permits {
+    pub(super) fn new(n: usize) -> Permits {
+        Permits {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// A permit, or `None` once `stop` is set.
+    fn acquire(&self, stop: &AtomicBool) -> Option<Permit<'_>> {
+        let mut free = self.free.lock().ok()?;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            if *free > 0 {
+                *free -= 1;
+                return Some(Permit(self));
+            }
+            free = self
+                .freed
+                .wait_timeout(free, Duration::from_millis(50))
+                .ok()?
+                .0;
+        }
+    }
 }
 
 impl Files {
@@ -63,48 +113,64 @@ impl Files {
             Ok(r) => r,
             Err(e) => return tx.send(Msg::Error(e)).is_ok(),
         };
-        let mut chunk = Chunk::new();
         loop {
-            if stop.load(Ordering::Relaxed) {
+            let permit = match &self.permits {
+                Some(permits) => match permits.acquire(stop) {
+                    Some(p) => Some(p),
+                    None => return false,
+                },
+                None => None,
+            };
+            // One chunk: filled holding the permit, handed over without it.
+            let mut chunk = Chunk::new();
+            let mut ended = false;
+            let mut error = None;
+            loop {
+                if stop.load(Ordering::Relaxed) {
+                    return false;
+                }
+                let (index, offset) = reader.position();
+                match reader.next_into(&mut chunk.batch.data) {
+                    Ok(true) => {
+                        chunk.batch.ends.push(chunk.batch.data.len());
+                        chunk.origins.push(Origin {
+                            file: file as u32,
+                            pass: 0,
+                            index,
+                            offset,
+                        });
+                        if chunk.origins.len() >= CHUNK_RECORDS
+                            || chunk.batch.data.len() >= CHUNK_BYTES
+                        {
+                            break;
+                        }
+                    }
+                    Ok(false) => {
+                        ended = true;
+                        break;
+                    }
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+            }
+            drop(permit);
+            if !chunk.origins.is_empty() && tx.send(Msg::Chunk(chunk)).is_err() {
                 return false;
             }
-            let (index, offset) = reader.position();
-            match reader.next_into(&mut chunk.batch.data) {
-                Ok(true) => {
-                    chunk.batch.ends.push(chunk.batch.data.len());
-                    chunk.origins.push(Origin {
-                        file: file as u32,
-                        pass: 0,
-                        index,
-                        offset,
-                    });
-                    if chunk.origins.len() >= CHUNK_RECORDS || chunk.batch.data.len() >= CHUNK_BYTES
-                    {
-                        let full = std::mem::replace(&mut chunk, Chunk::new());
-                        if tx.send(Msg::Chunk(full)).is_err() {
-                            return false;
-                        }
-                    }
+            if let Some(e) = error {
+                let go_on = e.resumable && self.on_error == OnError::Continue;
+                if tx.send(Msg::Error(e)).is_err() {
+                    return false;
                 }
-                Ok(false) => break,
-                Err(e) => {
-                    let go_on = e.resumable && self.on_error == OnError::Continue;
-                    if !chunk.origins.is_empty() {
-                        let part = std::mem::replace(&mut chunk, Chunk::new());
-                        if tx.send(Msg::Chunk(part)).is_err() {
-                            return false;
-                        }
-                    }
-                    if tx.send(Msg::Error(e)).is_err() {
-                        return false;
-                    }
-                    if !go_on {
-                        return true;
-                    }
+                if !go_on {
+                    return true;
                 }
+            } else if ended {
+                return true;
             }
         }
-        chunk.origins.is_empty() || tx.send(Msg::Chunk(chunk)).is_ok()
     }
 }
 
@@ -411,7 +477,15 @@ mod tests {
                 got == interleave_model(&counts, cycle, block),
                 "cycle {cycle}, block {block}"
             );
-            assert_eq!(records(p), got, "the same order again");
+            assert_eq!(records(p.clone()), got, "the same order again");
+            // Reading one or two files at a time changes nothing of the order.
+            for reads in [1, 2] {
+                p.parallel_reads = reads;
+                assert!(
+                    records(p.clone()) == got,
+                    "cycle {cycle}, block {block}, {reads} reads"
+                );
+            }
         }
     }
 

@@ -61,6 +61,7 @@ pub(super) fn plan(files: Vec<String>) -> Plan {
         file_ops: Vec::new(),
         cycle_length: 1,
         block_length: 1,
+        parallel_reads: 0,
         deterministic: true,
         record_ops: Vec::new(),
         batch_size: 1,
