@@ -81,6 +81,7 @@ def test_integer_labels_and_extra_columns(tmp_path, helpers):
     with pytest.raises(TypeError, match="roles="):
         tfr.convert(frame, tmp_path / "o3", roles=roles, schema=roles, progress=False)
 
+
 def test_accessor_directory_tree_and_resize(tmp_path, helpers):
     root = tmp_path / "tree"
     for split, label in [("train", "a"), ("train", "b"), ("test", "a")]:
