@@ -13,6 +13,7 @@ import itertools
 import os
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -122,14 +123,45 @@ def ordered_map(
             yield item, done.result()
 
 
+#: How long one task of a parallel ``map`` should run: long enough that handing it to a
+#: thread costs little beside it, short enough to keep every thread busy.
+TASK_SECONDS = 0.002
+
+
+def chunked_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
+    """``fn(item)`` for each item, in order, on ``workers`` threads. Items go to the threads
+    in chunks sized to take about :data:`TASK_SECONDS` each (one item at first, then as
+    many as the time ``fn`` has taken says), with at most ``2 * workers`` chunks in flight:
+    a cheap ``fn`` is not drowned by the cost of handing items over, and memory stays
+    flat however many items come."""
+
+    def run(chunk: list[Any]) -> tuple[list[Any], float]:
+        start = time.perf_counter()
+        out = [fn(x) for x in chunk]
+        return out, (time.perf_counter() - start) / len(chunk)
+
+    size = 1
+    with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-map") as pool:
+        pending: deque[Any] = deque()
+        while True:
+            chunk = list(itertools.islice(items, size))
+            if chunk:
+                pending.append(pool.submit(run, chunk))
+            if pending and (not chunk or len(pending) >= 2 * workers):
+                out, per_item = pending.popleft().result()
+                size = max(1, min(1024, int(TASK_SECONDS / max(per_item, 1e-9))))
+                yield from out
+            elif not chunk:
+                return
+
+
 def map_pairs(it: Iterator[Pair], fn: Callable[[Any], Any], parallel: int | None) -> Iterator[Pair]:
     if parallel is None or parallel == 1:
         for key, x in it:
             yield key, fn(x)
         return
     workers = cpus() if parallel == AUTOTUNE else parallel
-    for (key, _), y in ordered_map(lambda pair: fn(pair[1]), it, workers):
-        yield key, y
+    yield from chunked_map(lambda pair: (pair[0], fn(pair[1])), it, workers)
 
 
 def filter_pairs(it: Iterator[Pair], predicate: Callable[[Any], Any]) -> Iterator[Pair]:

@@ -14,7 +14,6 @@ encodes each task's blocks natively into one shard; the shards take their final
 from __future__ import annotations
 
 import contextlib
-import errno
 import fnmatch
 import functools
 import os
@@ -31,7 +30,6 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from . import _core
 from ._paths import (
-    CLAIM_SUFFIX,
     Paths,
     StorageOptions,
     expand_paths,
@@ -42,17 +40,13 @@ from ._paths import (
     upload,
 )
 from .arrow import arrow_columns, read_arrow
+from .commit import DatasetCommit
 from .manifest import (
     Manifest,
-    ShardInfo,
-    existing_files,
-    index_sidecar,
-    manifest_path,
 )
 from .records import infer_schema
 from .schema import Schema, _as_schema
 from .table import as_table
-from .writer import _Shards, claim, commit_remote_shards, existing_remote
 
 __all__ = ["Sink", "read"]
 
@@ -217,6 +211,13 @@ class Sink(Datasink):
         self.storage_options = storage_options
         self.token = uuid.uuid4().hex[:12]
         self.manifest: Manifest | None = None
+        self.commit = DatasetCommit(
+            self.prefix,
+            compression=compression,
+            index=self.index,
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
 
     @property
     def min_rows_per_write(self) -> int | None:
@@ -233,18 +234,7 @@ class Sink(Datasink):
         return f"{directory}{hidden}{stem}.ray-{self.token}-{task:05d}.tfrecord"
 
     def on_write_start(self, schema: Any = None) -> None:
-        if not self.url:
-            os.makedirs(os.path.dirname(self.prefix), exist_ok=True)
-        else:
-            claim(self.prefix, self.storage_options, self.overwrite)
-        previous = self._previous()
-        if previous and not self.overwrite:
-            self._release()
-            raise FileExistsError(
-                errno.EEXIST,
-                "a dataset already exists here; pass overwrite=True to replace it",
-                previous[0],
-            )
+        self.commit.begin()
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
         """Encodes one task's blocks into one shard under a temporary name."""
@@ -282,54 +272,20 @@ class Sink(Datasink):
         if not returns:  # no rows, no tasks: the dataset is one empty shard
             returns = [self.write([], types.SimpleNamespace(task_idx=0))]
         kept = [r for r in returns if r["info"]["records"]] or returns[:1]
-        for r in returns:
-            if r not in kept:
-                remove(r["info"]["data"], self.storage_options)
-                remove(r["info"]["index"], self.storage_options)
+        self.commit.abort([r["info"] for r in returns if r not in kept])
         try:
-            previous = self._previous()
-            shards = self._commit([r["info"] for r in kept])
             schemas = {r["schema"] for r in kept if r["schema"] is not None}
-            manifest = Manifest(
-                prefix=_split(self.prefix)[1],
-                shards=shards,
-                compression=self.compression,
-                schema=Schema.from_json(schemas.pop()) if len(schemas) == 1 else None,
-                index=self.index,
-                path=manifest_path(self.prefix),
-            )
-            manifest.save(replace=self.overwrite, storage_options=self.storage_options)
-            final = {self._join(s.file) for s in shards}
-            final |= {index_sidecar(f, self.compression) for f in final if self.index}
-            final.add(manifest.path)
-            for stale in previous:
-                if stale not in final:
-                    remove(stale, self.storage_options)
-            self.manifest = manifest
+            schema = Schema.from_json(schemas.pop()) if len(schemas) == 1 else None
+            self.manifest = self.commit.commit([r["info"] for r in kept], schema)
         finally:
             self._clean()
-            self._release()
+            self.commit.release()
 
     def on_write_failed(self, error: Exception) -> None:
         self._clean()
-        self._release()
+        self.commit.release()
 
     # -- internals ---------------------------------------------------------------------
-
-    def _join(self, name: str) -> str:
-        return _split(self.prefix)[0] + name
-
-    def _previous(self) -> list[str]:
-        if self.url:
-            return existing_remote(self.prefix, self.storage_options)
-        return existing_files(self.prefix)
-
-    def _commit(self, infos: list[dict[str, Any]]) -> list[ShardInfo]:
-        """Moves every shard to its final name; on failure, moves none."""
-        if self.url:
-            return commit_remote_shards(self.prefix, infos, self.compression, self.storage_options)
-        shards = _Shards(self.prefix, self.compression, self.index, None)
-        return shards.commit(infos, replace=self.overwrite)
 
     def _clean(self) -> None:
         """Removes what is left of this write's temporary shards (a failed task's)."""
@@ -345,10 +301,6 @@ class Sink(Datasink):
         names = os.listdir(directory) if os.path.isdir(directory) else []
         for name in fnmatch.filter(names, pattern):
             remove(os.path.join(directory, name))
-
-    def _release(self) -> None:
-        if self.url:
-            remove(self.prefix + CLAIM_SUFFIX, self.storage_options)
 
 
 def _split(prefix: str) -> tuple[str, str]:

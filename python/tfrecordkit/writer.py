@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import itertools
 import math
 import os
@@ -17,23 +16,16 @@ import numpy as np
 from . import _core
 from ._guess import SchemaGuess
 from ._paths import (
-    CLAIM_SUFFIX,
     StorageOptions,
-    filesystem,
     is_url,
     remove,
     upload,
-    write_file,
 )
+from .commit import DatasetCommit
 from .errors import SchemaError
 from .example import decode_example, encode_example, encode_examples
 from .manifest import (
-    SHARD_GLOB,
     Manifest,
-    ShardInfo,
-    existing_files,
-    index_sidecar,
-    manifest_path,
     shard_name,
 )
 from .records import SEEKABLE_MEMBER_BYTES
@@ -144,32 +136,6 @@ class _Shards:
             remove(info["data"])
             remove(info["index"])
 
-    def commit(self, infos: list[dict[str, Any]], replace: bool) -> list[ShardInfo]:
-        """Gives every shard its final name. Without ``replace``, a file that appeared at
-        one of the names since the write began (another writer's) fails the commit with
-        ``FileExistsError``, and the shards already moved are removed again."""
-        n = len(infos)
-        shards: list[ShardInfo] = []
-        moved: list[str] = []
-        try:
-            for i, info in enumerate(infos):
-                final = shard_name(self.prefix, i, n, self.compression)
-                sidecar = index_sidecar(final, self.compression) if info["index"] else None
-                _core.commit_shard(info["data"], final, info["index"], sidecar, replace)
-                moved += [final] + ([sidecar] if sidecar else [])
-                crc = f"{info['crc32c']:08x}"
-                shards.append(
-                    ShardInfo(os.path.basename(final), info["records"], info["bytes"], crc)
-                )
-        except BaseException:
-            for path in moved:
-                remove(path)
-            for info in infos[len(shards) + 1 :]:
-                remove(info["data"])
-                remove(info["index"])
-            raise
-        return shards
-
 
 class _RemoteShards(_Shards):
     """Shards for a URL prefix: each is written on local disk and uploaded, under a hidden
@@ -215,46 +181,6 @@ class _RemoteShards(_Shards):
             remove(info["data"], self.options)
             remove(info["index"], self.options)
 
-    def commit(self, infos: list[dict[str, Any]], replace: bool) -> list[ShardInfo]:
-        """Moves every uploaded shard to its final name (replacing what is there: the
-        prefix is claimed, and its previous dataset was refused unless overwritten)."""
-        return commit_remote_shards(self.url_prefix, infos, self.compression, self.options)
-
-
-def commit_remote_shards(
-    url_prefix: str,
-    infos: list[dict[str, Any]],
-    compression: str | None,
-    options: StorageOptions,
-) -> list[ShardInfo]:
-    """Moves uploaded shards (and their sidecars) to ``{url_prefix}-SSSSS-of-NNNNN``
-    names, in order; if a move fails, the shards already moved are removed again."""
-    fs, _ = filesystem(url_prefix, "writing to", options)
-
-    def inner(url: str) -> str:
-        return filesystem(url, "writing to", options)[1]
-
-    n = len(infos)
-    shards: list[ShardInfo] = []
-    moved: list[str] = []
-    try:
-        for i, info in enumerate(infos):
-            final = shard_name(url_prefix, i, n, compression)
-            pairs = [(info["data"], final)]
-            if info["index"]:
-                pairs.append((info["index"], index_sidecar(final, compression)))
-            for source, target in pairs:
-                fs.mv(inner(source), inner(target))
-                moved.append(target)
-            crc = f"{info['crc32c']:08x}"
-            name = final.rsplit("/", 1)[-1]
-            shards.append(ShardInfo(name, info["records"], info["bytes"], crc))
-    except BaseException:
-        for path in moved:
-            remove(path, options)
-        raise
-    return shards
-
 
 def _plan_shards(
     total_bytes: int, num_shards: int | None, max_bytes: int, hosts: int | None
@@ -274,7 +200,8 @@ def _write_remote(
     url_prefix: str, data: Any, kwargs: dict[str, Any], options: StorageOptions
 ) -> Manifest:
     """Writes the dataset to a URL prefix: each shard uploaded under a temporary name as
-    it is finished, all moved to their final names at the end, the manifest last.
+    it is finished, all moved to their final names at the end, the manifest last (see
+    :class:`~tfrecordkit.commit.DatasetCommit`).
 
     Object stores cannot rename, so a writer first claims the prefix with an exclusive
     create of ``{prefix}.writing`` (S3's conditional put): of two writers racing for one
@@ -285,17 +212,7 @@ def _write_remote(
     """
     import tempfile
 
-    overwrite = kwargs["overwrite"]
-    directory = url_prefix[: url_prefix.rfind("/") + 1]
-    claim(url_prefix, options, overwrite)
-    try:
-        previous = existing_remote(url_prefix, options)
-        if previous and not overwrite:
-            raise FileExistsError(
-                errno.EEXIST,
-                "a dataset already exists here; pass overwrite=True to replace it",
-                previous[0],
-            )
+    with _commit_of(url_prefix, kwargs, options) as commit:
         with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
             shards = _RemoteShards(
                 url_prefix,
@@ -305,72 +222,28 @@ def _write_remote(
                 kwargs["member_bytes"],
                 options,
             )
-            committed, out_schema = _written(data, shards, kwargs, replace=True)
-        manifest = _manifest(url_prefix, committed, kwargs, out_schema)
-        manifest.save(replace=overwrite, storage_options=options)
-        kept = {directory + s.file for s in committed}
-        kept |= {index_sidecar(f, kwargs["compression"]) for f in kept if kwargs["index"]}
-        kept.add(manifest.path)
-        for stale in previous:
-            if stale not in kept:
-                remove(stale, options)
-    finally:
-        remove(url_prefix + CLAIM_SUFFIX, options)
-    return manifest
+            return _written(data, shards, kwargs, commit)
 
 
-def existing_remote(url_prefix: str, options: StorageOptions) -> list[str]:
-    """The URLs of the shards and manifest of a dataset at ``url_prefix``."""
-    fs, path = filesystem(url_prefix, "writing to", options)
-    found = sorted(fs.glob(f"{path}{SHARD_GLOB}"))
-    found += [p for p in (manifest_path(path),) if fs.exists(p)]
-    directory = url_prefix[: len(url_prefix) - len(path.rsplit("/", 1)[-1])]
-    return [directory + p.rsplit("/", 1)[-1] for p in found]
-
-
-def claim(url_prefix: str, options: StorageOptions, overwrite: bool) -> None:
-    """Claims a URL prefix for one writer, by an exclusive create of ``{prefix}.writing``
-    (a note of who holds it): ``FileExistsError`` when another writer holds it, unless
-    ``overwrite`` (which clears a claim a killed writer left)."""
-    import json
-    import socket
-
-    note = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
-    try:
-        write_file(url_prefix + CLAIM_SUFFIX, note, options, replace=overwrite)
-    except FileExistsError:
-        raise FileExistsError(
-            errno.EEXIST,
-            "another writer is writing a dataset here (if it was killed, remove this "
-            "claim or pass overwrite=True)",
-            url_prefix + CLAIM_SUFFIX,
-        ) from None
-
-
-def _manifest(
-    prefix: str, shards: list[ShardInfo], kwargs: dict[str, Any], schema: Schema | None
-) -> Manifest:
-    return Manifest(
-        prefix=prefix.replace(os.sep, "/").rsplit("/", 1)[-1],
-        shards=shards,
+def _commit_of(prefix: str, kwargs: dict[str, Any], options: StorageOptions) -> DatasetCommit:
+    return DatasetCommit(
+        prefix,
         compression=kwargs["compression"],
-        schema=schema,
         index=kwargs["index"],
-        path=manifest_path(prefix),
+        overwrite=kwargs["overwrite"],
+        storage_options=options,
     )
 
 
-def _written(
-    data: Any, shards: _Shards, kwargs: dict[str, Any], replace: bool
-) -> tuple[list[ShardInfo], Any]:
-    """Writes ``data`` to ``shards`` and gives them their final names: the committed
-    shards and the schema written. Any error (Ctrl-C included) removes every shard."""
+def _written(data: Any, shards: _Shards, kwargs: dict[str, Any], commit: DatasetCommit) -> Manifest:
+    """Writes ``data`` to ``shards`` and commits them with their manifest. Any error
+    (Ctrl-C included) removes every shard."""
     try:
         infos, schema = _write_all(data, shards, kwargs)
-        return shards.commit(infos, replace=replace), schema
     except BaseException:
         shards.abort()
         raise
+    return commit.commit(infos, schema)
 
 
 def _write_all(data: Any, shards: _Shards, kwargs: dict[str, Any]) -> tuple[list[Any], Any]:
@@ -459,35 +332,9 @@ def write_dataset(
     }
     if is_url(prefix):
         return _write_remote(prefix, data, kwargs, storage_options)
-    directory = os.path.dirname(os.path.abspath(prefix))
-    os.makedirs(directory, exist_ok=True)
-    previous = existing_files(prefix)
-    if previous and not overwrite:
-        raise FileExistsError(
-            errno.EEXIST,
-            "a dataset already exists here; pass overwrite=True to replace it",
-            previous[0],
-        )
-    index = kwargs["index"]
-    shards = _Shards(prefix, compression, index, kwargs["member_bytes"])
-    committed, out_schema = _written(data, shards, kwargs, replace=overwrite)
-    manifest = _manifest(prefix, committed, kwargs, out_schema)
-    files = set(manifest.files)
-    if index:
-        files |= {index_sidecar(p, compression) for p in files}
-    try:
-        manifest.save(replace=overwrite)
-    except FileExistsError:
-        # Another writer finished a dataset at this prefix meanwhile: it stays whole.
-        for path in files:
-            remove(path)
-        raise
-    keep = {os.path.abspath(p) for p in files}
-    keep.add(os.path.abspath(manifest.path))
-    for stale in previous:
-        if os.path.abspath(stale) not in keep:
-            remove(stale)
-    return manifest
+    with _commit_of(prefix, kwargs, None) as commit:
+        shards = _Shards(prefix, compression, kwargs["index"], kwargs["member_bytes"])
+        return _written(data, shards, kwargs, commit)
 
 
 def _arrow_source(data: Any) -> Any:

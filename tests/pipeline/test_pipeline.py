@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import warnings
 
@@ -517,3 +518,25 @@ def test_interleave_refuses_a_bad_num_parallel_calls(tmp_path):
         w.write(b"r")
     with pytest.raises(ValueError, match="num_parallel_calls"):
         tfr.Dataset.list_files(str(path)).interleave(num_parallel_calls=0)
+
+
+def test_a_parallel_map_hands_items_over_in_chunks_and_keeps_their_order():
+    from tfrecordkit._stages import chunked_map
+
+    seen_threads = set()
+
+    def f(x):
+        seen_threads.add(threading.get_ident())
+        return x * 2
+
+    assert list(chunked_map(f, iter(range(5000)), 2)) == [x * 2 for x in range(5000)]
+    assert list(chunked_map(f, iter([]), 2)) == []
+    assert len(seen_threads) >= 1
+
+    def fails(x):
+        if x == 777:
+            raise KeyError(x)
+        return x
+
+    with pytest.raises(KeyError):
+        list(chunked_map(fails, iter(range(2000)), 2))
