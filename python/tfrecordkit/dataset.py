@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
@@ -404,15 +405,19 @@ class Dataset:
 
     # -- sharing among consumers and adapters -----------------------------------------
 
-    def share(self, count: int, index: int) -> Dataset:
-        """The part of this pipeline that consumer ``index`` of ``count`` (DataLoader
+    def share(self, num_shards: int | None = None, index: int = 0, **old: int) -> Dataset:
+        """The part of this pipeline that consumer ``index`` of ``num_shards`` (DataLoader
         workers times distributed ranks) reads, so that together they read every record
-        once: a share of the files when there are at least ``count`` of them, otherwise
-        every ``count``-th record.
+        once: a share of the files when there are at least ``num_shards`` of them,
+        otherwise every ``num_shards``-th record. The same two numbers as :meth:`shard`,
+        ``IndexedDataset.batches`` and :meth:`to_torch` (there ``world_size`` ranks of
+        ``num_workers`` DataLoader workers are ``num_shards = world_size * num_workers``
+        consumers, rank ``r``'s worker ``w`` being ``index = r * num_workers + w``).
 
         >>> parts = [ds.share(4, i) for i in range(4)]  # doctest: +SKIP
         """
-        _check_count("count", count)
+        count = _renamed("share", old, "count", "num_shards", num_shards)
+        _check_count("num_shards", count)
         if not isinstance(index, int) or not 0 <= index < count:
             raise ValueError(f"index must be in [0, {count}), not {index!r}")
         if count == 1:
@@ -584,6 +589,27 @@ def _seed(seed: Any) -> int | None:
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative int or None, not {seed!r}")
     return int(seed) & _MASK
+
+
+def _renamed(call: str, old: dict[str, Any], before: str, now: str, value: Any) -> Any:
+    """``value`` of the argument ``now``, or of its deprecated spelling ``before`` in
+    ``old`` (with a ``DeprecationWarning``); any other keyword in ``old`` is a
+    ``TypeError``, as Python gives for an unknown one."""
+    unknown = set(old) - {before}
+    if unknown:
+        raise TypeError(f"{call}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    if before in old:
+        if value is not None:
+            raise TypeError(f"{call}() takes {now}, not also {before}")
+        warnings.warn(
+            f"{call}({before}=) is now {call}({now}=): one name for the consumer count everywhere",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return old[before]
+    if value is None:
+        raise TypeError(f"{call}() missing its argument {now!r}")
+    return value
 
 
 def _check_count(

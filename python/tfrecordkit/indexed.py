@@ -7,6 +7,7 @@ records, not a buffer) and iteration that can be stopped and resumed exactly.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -137,16 +138,29 @@ class IndexedDataset(Sequence[Any]):
         epoch: int = 0,
         drop_remainder: bool = False,
         num_shards: int = 1,
-        shard: int = 0,
+        index: int | None = None,
         state: Mapping[str, Any] | None = None,
+        shard: int | None = None,
     ) -> BatchIterator:
         """Iterates over batches (see :meth:`get_batch`), resumable from ``.state()``.
 
-        ``num_shards`` / ``shard`` give this consumer (a rank or a worker) every
-        ``num_shards``-th position of the order, so consumers never read a record twice.
+        ``num_shards`` / ``index`` give this consumer (a rank or a worker) every
+        ``num_shards``-th position of the order, so consumers never read a record twice:
+        the same two numbers as ``Dataset.shard`` and ``Dataset.share``. ``shard=`` is
+        the deprecated spelling of ``index``.
         """
+        if shard is not None:
+            if index is not None:
+                raise TypeError("batches() takes index, not also shard")
+            warnings.warn(
+                "batches(shard=) is now batches(index=): one name for the consumer index "
+                "everywhere",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            index = shard
         return BatchIterator(
-            self, batch_size, shuffle, seed, epoch, drop_remainder, num_shards, shard, state
+            self, batch_size, shuffle, seed, epoch, drop_remainder, num_shards, index or 0, state
         )
 
 

@@ -66,7 +66,7 @@ def test_shards_of_consumers_read_every_record_once(shards):
     ds = tfr.IndexedDataset(shards.files, SCHEMA)
     seen = []
     for rank in range(3):
-        for b in ds.batches(32, shuffle=True, seed=1, num_shards=3, shard=rank):
+        for b in ds.batches(32, shuffle=True, seed=1, num_shards=3, index=rank):
             seen.extend(b["i"].tolist())
     assert sorted(seen) == list(range(1000))
     sizes = [sum(len(b["i"]) for b in ds.batches(10, drop_remainder=True)) for _ in range(1)]
@@ -81,3 +81,17 @@ def test_missing_indexes_can_be_built(tmp_path):
         tfr.IndexedDataset(path)
     ds = tfr.IndexedDataset(path, build_index=True)
     assert len(ds) == 50 and ds[49] == b"r49"
+
+
+def test_consumers_are_num_shards_and_index_everywhere(shards):
+    ds = tfr.IndexedDataset(shards.files, SCHEMA)
+    by_index = [b["i"].tolist() for b in ds.batches(50, num_shards=2, index=1)]
+    with pytest.warns(DeprecationWarning, match="index="):
+        by_shard = [b["i"].tolist() for b in ds.batches(50, num_shards=2, shard=1)]
+    assert by_index == by_shard
+    pipeline = tfr.Dataset.from_files(shards.files)
+    with pytest.warns(DeprecationWarning, match="num_shards="):
+        old = list(pipeline.share(count=2, index=1))
+    assert old == list(pipeline.share(2, 1)) == list(pipeline.share(num_shards=2, index=1))
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        pipeline.share(counts=2)
