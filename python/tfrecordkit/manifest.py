@@ -177,7 +177,7 @@ class Manifest:
         data = read_bytes(path, storage_options)
         try:
             d = json.loads(data)
-        except ValueError as err:  # bad JSON or bad UTF-8
+        except (ValueError, RecursionError) as err:  # bad JSON, bad UTF-8, too deep
             raise SidecarError(f"not JSON ({type(err).__name__})", path=path) from None
         return cls.from_dict(d, path)
 

@@ -113,6 +113,9 @@ def test_a_manifest_that_is_not_json_is_a_sidecar_error(tmp_path):
     (tmp_path / "m.manifest.json").write_bytes(b"\xff\xfe not json")
     with pytest.raises(tfr.SidecarError, match="not JSON"):
         tfr.Manifest.load(tmp_path / "m")
+    (tmp_path / "m.manifest.json").write_text("[" * 100_000)
+    with pytest.raises(tfr.SidecarError, match="not JSON"):
+        tfr.Manifest.load(tmp_path / "m")
 
 
 def _tfds(directory: Path, template: str, split: str = "train") -> None:
