@@ -110,7 +110,7 @@ class Table:
 @final
 class CompiledSchema:
     def __new__(
-        cls, specs: list[tuple[Any, ...]], features: list[tuple[str, Any]] | None = None
+        cls, columns: list[tuple[str, Any]], features: list[tuple[str, Any]] | None = None
     ) -> CompiledSchema: ...
 
 @final

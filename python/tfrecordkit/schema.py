@@ -509,17 +509,7 @@ class Schema(Mapping[str, Spec]):
         is made from them, so that one native call parses and lays out a batch."""
         if self._compiled is None:
             self._compiled = _core.CompiledSchema(
-                [
-                    (
-                        key,
-                        spec.dtype,
-                        _KINDS[type(spec)],
-                        list(getattr(spec, "shape", ())),
-                        getattr(spec, "allow_missing", False),
-                        None if isinstance(spec, VarLen) else _core_default(spec),
-                    )
-                    for key, spec in self._columns.items()
-                ],
+                list(self._columns.items()),
                 None if self._plain else list(self._specs.items()),
             )
         return self._compiled
@@ -613,10 +603,6 @@ def _columns(specs: Mapping[str, Spec]) -> dict[str, Spec]:
         else:
             add(key, spec, key)
     return columns
-
-
-def _core_default(spec: FixedLen | FixedLenSequence) -> list[Any] | None:
-    return None if spec.default is None else list(spec.default)
 
 
 def _as_schema(schema: Schema | Mapping[str, Any]) -> Schema:

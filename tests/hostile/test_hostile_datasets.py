@@ -350,7 +350,7 @@ def test_schema_text_that_is_not_json_is_a_schema_error():
 
 def test_the_native_schema_refuses_absurd_shapes_too():
     with pytest.raises(tfr.SchemaError, match="values an Example can hold"):
-        _core.CompiledSchema([("x", "float32", "fixed", [2**31, 2**31], False, [0.0])])
+        _core.CompiledSchema([("x", tfr.FixedLen([2**31, 2**31], "float32", default=0.0))])
 
 
 def test_defaults_and_padding_fill_a_bounded_number_of_values():

@@ -3,7 +3,7 @@
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList};
 use tfrecordkit_core::{
     parse_examples as core_parse, Assembled, Assembly, Column, DType, FeatureSpec, Parsed,
     PartitionSource, Schema, SparseValues, SpecKind,
@@ -38,52 +38,23 @@ pub struct CompiledSchema {
 
 #[pymethods]
 impl CompiledSchema {
-    /// `specs`: `(key, dtype, kind, shape, allow_missing, default)` tuples, one per parsed
-    /// column, where `kind` is "fixed", "var" or "sequence" and `default` is a flat list or
-    /// None. `features`: the schema's `(name, spec)` pairs, the spec objects of
-    /// `tfrecordkit.schema` as they are; sparse and ragged features are laid out from the
-    /// columns they read, plain ones are their columns. Without `features` every column is
-    /// a feature.
+    /// `columns`: the `(key, spec)` of each parsed column, the spec a `FixedLen`, `VarLen`
+    /// or `FixedLenSequence` of `tfrecordkit.schema`, read from its attributes.
+    /// `features`: the schema's `(name, spec)` pairs as they are; sparse and ragged
+    /// features are laid out from the columns they read, plain ones are their columns.
+    /// Without `features` every column is a feature.
     #[new]
-    #[pyo3(signature = (specs, features=None))]
+    #[pyo3(signature = (columns, features=None))]
     fn new(
         py: Python<'_>,
-        specs: Vec<Bound<'_, PyTuple>>,
+        columns: Vec<(String, Bound<'_, PyAny>)>,
         features: Option<Vec<(String, Bound<'_, PyAny>)>>,
     ) -> PyResult<Self> {
         crate::errors::guard("CompiledSchema.new", || {
-            let mut out = Vec::with_capacity(specs.len());
-            for t in specs {
-                let (key, dtype, kind, shape, allow_missing, default): (
-                    String,
-                    String,
-                    String,
-                    Vec<usize>,
-                    bool,
-                    Bound<'_, PyAny>,
-                ) = t.extract()?;
-                let dtype = dtype_of(&dtype)?;
-                let kind = match kind.as_str() {
-                    "fixed" => SpecKind::FixedLen { shape },
-                    "var" => SpecKind::VarLen,
-                    "sequence" => SpecKind::FixedLenSequence {
-                        shape,
-                        allow_missing,
-                    },
-                    other => return Err(PyValueError::new_err(format!("unknown kind {other:?}"))),
-                };
-                let default = if default.is_none() {
-                    None
-                } else {
-                    Some(default_column(dtype, &default)?)
-                };
-                out.push(FeatureSpec {
-                    key,
-                    dtype,
-                    kind,
-                    default,
-                });
-            }
+            let out = columns
+                .iter()
+                .map(|(key, spec)| column_spec(key, spec))
+                .collect::<PyResult<Vec<_>>>()?;
             let schema = Schema::new(out).py_err(py)?;
             let Some(features) = features else {
                 return Ok(CompiledSchema { schema });
@@ -97,6 +68,43 @@ impl CompiledSchema {
             })
         })
     }
+}
+
+/// One parsed column from its spec object (`FixedLen`, `VarLen` or `FixedLenSequence`).
+fn column_spec(key: &str, spec: &Bound<'_, PyAny>) -> PyResult<FeatureSpec> {
+    let kind = spec.get_type().name()?.to_string();
+    let dtype = dtype_of(&spec.getattr("dtype")?.extract::<String>()?)?;
+    let shape = || -> PyResult<Vec<usize>> { spec.getattr("shape")?.extract() };
+    let kind = match kind.as_str() {
+        "FixedLen" => SpecKind::FixedLen { shape: shape()? },
+        "VarLen" => SpecKind::VarLen,
+        "FixedLenSequence" => SpecKind::FixedLenSequence {
+            shape: shape()?,
+            allow_missing: spec.getattr("allow_missing")?.extract()?,
+        },
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "column {key:?}: a {other} is not parsed as one column"
+            )))
+        }
+    };
+    let default = match &kind {
+        SpecKind::VarLen => None,
+        _ => {
+            let default = spec.getattr("default")?;
+            if default.is_none() {
+                None
+            } else {
+                Some(default_column(dtype, &default)?)
+            }
+        }
+    };
+    Ok(FeatureSpec {
+        key: key.to_owned(),
+        dtype,
+        kind,
+        default,
+    })
 }
 
 /// The index of the parsed column `key` of `schema`.
