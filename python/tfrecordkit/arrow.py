@@ -101,16 +101,7 @@ def read_arrow(
     """
     import pyarrow as pa
 
-    o = ReadOptions.of(
-        options,
-        compression=compression,
-        verify=verify,
-        on_error=on_error,
-        resync=resync,
-        max_record_bytes=max_record_bytes,
-        report=report,
-        storage_options=storage_options,
-    )
+    o = ReadOptions.given(options, locals())
     if schema is None and sequence_schema is None:
         # Inferred from records read as the batches will be, counted once in the report.
         schema = infer_schema(paths, options=o.replace(report=None))

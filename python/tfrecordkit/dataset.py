@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
@@ -35,6 +34,7 @@ from ._plan import (
     op_name,
 )
 from ._policy import OnError
+from ._renamed import renamed
 from .image import DEFAULT_CROP_RATIO, ImageOptions
 from .options import ReadOptions
 from .records import _known_count, infer_schema
@@ -99,15 +99,7 @@ class Dataset:
         read options are those of every reader (see :class:`~tfrecordkit.ReadOptions`),
         ``report`` aside.
         """
-        o = ReadOptions.of(
-            options,
-            compression=compression,
-            verify=verify,
-            on_error=on_error,
-            resync=resync,
-            max_record_bytes=max_record_bytes,
-            storage_options=storage_options,
-        )
+        o = ReadOptions.given(options, locals())
         ds = cls(_source(pattern, True, o))
         if shuffle:
             ds = ds._then(_core.Shuffle(max(1, len(ds._source.files)), _seed(seed)))
@@ -129,15 +121,7 @@ class Dataset:
         """The records of ``paths``, one file after another (as ``tf.data.TFRecordDataset``),
         read with the options of every reader (see :class:`~tfrecordkit.ReadOptions`),
         ``report`` aside."""
-        o = ReadOptions.of(
-            options,
-            compression=compression,
-            verify=verify,
-            on_error=on_error,
-            resync=resync,
-            max_record_bytes=max_record_bytes,
-            storage_options=storage_options,
-        )
+        o = ReadOptions.given(options, locals())
         return cls(_source(paths, False, o))
 
     def _then(self, op: Any) -> Dataset:
@@ -416,7 +400,13 @@ class Dataset:
 
         >>> parts = [ds.share(4, i) for i in range(4)]  # doctest: +SKIP
         """
-        count = _renamed("share", old, "count", "num_shards", num_shards)
+        unknown = sorted(set(old) - {"count"})
+        if unknown:
+            raise TypeError(f"share() got an unexpected keyword argument {unknown[0]!r}")
+        why = "one name for the consumer count everywhere"
+        count = renamed("share", "num_shards", num_shards, "count", old.get("count"), why)
+        if count is None:
+            raise TypeError("share() missing its argument 'num_shards'")
         _check_count("num_shards", count)
         if not isinstance(index, int) or not 0 <= index < count:
             raise ValueError(f"index must be in [0, {count}), not {index!r}")
@@ -589,27 +579,6 @@ def _seed(seed: Any) -> int | None:
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative int or None, not {seed!r}")
     return int(seed) & _MASK
-
-
-def _renamed(call: str, old: dict[str, Any], before: str, now: str, value: Any) -> Any:
-    """``value`` of the argument ``now``, or of its deprecated spelling ``before`` in
-    ``old`` (with a ``DeprecationWarning``); any other keyword in ``old`` is a
-    ``TypeError``, as Python gives for an unknown one."""
-    unknown = set(old) - {before}
-    if unknown:
-        raise TypeError(f"{call}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
-    if before in old:
-        if value is not None:
-            raise TypeError(f"{call}() takes {now}, not also {before}")
-        warnings.warn(
-            f"{call}({before}=) is now {call}({now}=): one name for the consumer count everywhere",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return old[before]
-    if value is None:
-        raise TypeError(f"{call}() missing its argument {now!r}")
-    return value
 
 
 def _check_count(

@@ -7,7 +7,6 @@ records, not a buffer) and iteration that can be stopped and resumed exactly.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._paths import Paths, StorageOptions, exists, expand_paths, is_url
+from ._renamed import renamed
 from .index import RecordIndex, positions
 from .index import build_index as _build_index
 from .schema import Schema, _as_schema, parse_example, parse_examples
@@ -149,16 +149,8 @@ class IndexedDataset(Sequence[Any]):
         the same two numbers as ``Dataset.shard`` and ``Dataset.share``. ``shard=`` is
         the deprecated spelling of ``index``.
         """
-        if shard is not None:
-            if index is not None:
-                raise TypeError("batches() takes index, not also shard")
-            warnings.warn(
-                "batches(shard=) is now batches(index=): one name for the consumer index "
-                "everywhere",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            index = shard
+        why = "one name for the consumer index everywhere"
+        index = renamed("batches", "index", index, "shard", shard, why)
         return BatchIterator(
             self, batch_size, shuffle, seed, epoch, drop_remainder, num_shards, index or 0, state
         )

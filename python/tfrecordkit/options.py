@@ -8,6 +8,7 @@ False
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,13 @@ class ReadOptions:
     def replace(self, **changes: Any) -> ReadOptions:
         """A copy with ``changes``."""
         return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def given(cls, options: ReadOptions | None, scope: Mapping[str, Any]) -> ReadOptions:
+        """:meth:`of` with the keyword arguments a reader was called with: those of
+        ``scope`` (its ``locals()``) that name fields of ``ReadOptions``."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        return cls.of(options, **{name: scope[name] for name in names if name in scope})
 
     @classmethod
     def of(cls, options: ReadOptions | None, **keywords: Any) -> ReadOptions:

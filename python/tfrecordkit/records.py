@@ -86,16 +86,7 @@ def read_records(
     >>> for record in read_records("data/*.tfrecord"):  # doctest: +SKIP
     ...     example = decode_example(record)
     """
-    o = ReadOptions.of(
-        options,
-        compression=compression,
-        verify=verify,
-        on_error=on_error,
-        resync=resync,
-        max_record_bytes=max_record_bytes,
-        report=report,
-        storage_options=storage_options,
-    )
+    o = ReadOptions.given(options, locals())
     reader = _open(paths, o, follow)
 
     def batches() -> Iterator[list[bytes]]:
@@ -141,16 +132,7 @@ def read_batches(
     Batches run across file boundaries; one is shorter only at the end, or where damage
     was skipped.
     """
-    o = ReadOptions.of(
-        options,
-        compression=compression,
-        verify=verify,
-        on_error=on_error,
-        resync=resync,
-        max_record_bytes=max_record_bytes,
-        report=report,
-        storage_options=storage_options,
-    )
+    o = ReadOptions.given(options, locals())
     reader = _open(paths, o)
     return _batches(lambda: reader.read_batch(batch_size), o, reader)
 
@@ -177,16 +159,7 @@ def read_examples(
     >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
     ...     train_step(batch["label"])
     """
-    o = ReadOptions.of(
-        options,
-        compression=compression,
-        verify=verify,
-        on_error=on_error,
-        resync=resync,
-        max_record_bytes=max_record_bytes,
-        report=report,
-        storage_options=storage_options,
-    )
+    o = ReadOptions.given(options, locals())
     schema = _as_schema(schema)
     compiled = schema.compiled()
     reader = _open(paths, o)

@@ -236,6 +236,16 @@ pub fn features_to_py<'py>(
         let refs: Vec<Option<&Parsed>> = columns.iter().map(Some).collect();
         py.detach(|| schema.assemble(&refs)).py_err(py)?
     };
+    columns_to_py(py, assembled, columns, raw)
+}
+
+/// [`assembled_to_py`] over `columns`, each taken as it is converted.
+pub fn columns_to_py<'py>(
+    py: Python<'py>,
+    assembled: Vec<Assembled>,
+    columns: Vec<Parsed>,
+    raw: bool,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let n = columns.len();
     let mut columns: Vec<Option<Parsed>> = columns.into_iter().map(Some).collect();
     assembled_to_py(py, assembled, n, raw, |i| {

@@ -7,9 +7,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use tfrecordkit_core::pipeline::{
-    Cache, Decoded, FileOp, ImageStage, OnError, Payload, Plan, RecordOp,
+    parsed_columns, Cache, Decoded, FileOp, ImageStage, OnError, Payload, Plan, RecordOp,
 };
-use tfrecordkit_core::{Compression, Parsed, ReadOptions};
+use tfrecordkit_core::{Compression, ReadOptions};
 
 use crate::errors::IntoPyResult;
 use crate::image::{pixels_to_py, ImageSpec};
@@ -360,13 +360,7 @@ impl Pipeline {
                         Some(assembled) => assembled,
                         // Joined from units laid out one by one: each was checked then.
                         None => {
-                            let columns: Vec<Option<&Parsed>> = parsed
-                                .iter()
-                                .map(|d| match d {
-                                    Decoded::Feature(p) => Some(p),
-                                    Decoded::Images(_) => None,
-                                })
-                                .collect();
+                            let columns = parsed_columns(&parsed);
                             py.detach(|| schema.assemble(&columns)).py_err(py)?
                         }
                     };

@@ -12,7 +12,7 @@ use tfrecordkit_core::{
 
 use crate::convert::bytes_like;
 use crate::errors::IntoPyResult;
-use crate::parse::{assembled_to_py, parsed_column_to_py, parsed_column_to_raw, CompiledSchema};
+use crate::parse::{columns_to_py, CompiledSchema};
 use crate::table::Table;
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
@@ -114,17 +114,7 @@ impl RecordReader {
                     e
                 })
                 .py_err(py)?;
-            let n = parsed.len();
-            let mut parsed: Vec<Option<Parsed>> = parsed.into_iter().map(Some).collect();
-            assembled_to_py(py, assembled, n, raw_bytes, |i| {
-                let p = parsed[i].take().expect("each column converted once");
-                if raw_bytes {
-                    parsed_column_to_raw(py, p)
-                } else {
-                    parsed_column_to_py(py, p)
-                }
-            })
-            .map(Some)
+            columns_to_py(py, assembled, parsed, raw_bytes).map(Some)
         })
     }
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from .. import tfds as tfds_lib
 from .._paths import expand_paths, join, read_bytes
+from .._renamed import renamed
 from .local import contact_sheet, convert_locally, load
 from .rows import SPLITS, ConversionSummary, Job, check_roles, read_table
 
@@ -82,17 +82,8 @@ def convert(
     started = time.monotonic()
     output_dir = os.fspath(output_dir)
     columns, rows = read_table(source, storage_options)
-    if schema is not None:
-        if roles is not None:
-            raise TypeError("pass the column roles as roles=, not also as schema=")
-        warnings.warn(
-            "convert(schema=) is now convert(roles=): the column roles; schema means "
-            "feature specs everywhere else",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        roles = schema
-    roles = check_roles(roles, columns)
+    why = "the column roles; schema means feature specs everywhere else"
+    roles = check_roles(renamed("convert", "roles", roles, "schema", schema, why), columns)
     by_role = {role: col for col, role in roles.items() if role in ("split", "image_uri", "label")}
     job = Job(
         rows=rows,

@@ -35,7 +35,7 @@ use crate::source::SharedOpener;
 
 pub use cache::Cache;
 pub use files::file_order_of;
-pub use units::{Decoded, Item, Payload};
+pub use units::{parsed_columns, Decoded, Item, Payload};
 
 use readers::{Files, Permits};
 use refill::Refill;

@@ -44,6 +44,17 @@ pub enum Decoded {
     Images(PixelBatch),
 }
 
+/// The parsed columns of a unit, `None` where a column was decoded into images.
+pub fn parsed_columns(decoded: &[Decoded]) -> Vec<Option<&Parsed>> {
+    decoded
+        .iter()
+        .map(|d| match d {
+            Decoded::Feature(p) => Some(p),
+            Decoded::Images(_) => None,
+        })
+        .collect()
+}
+
 /// One item of the output: a unit of records or an error at its place in the stream.
 pub type Item = Result<Payload>;
 
@@ -109,14 +120,7 @@ fn process(
     }
     // Sparse and ragged features are laid out here, on the parse workers: a record whose
     // partitions or counts do not fit fails here, where the error policy can skip it.
-    let columns: Vec<Option<&Parsed>> = out
-        .iter()
-        .map(|d| match d {
-            Decoded::Feature(p) => Some(p),
-            Decoded::Images(_) => None,
-        })
-        .collect();
-    let assembled = schema.assemble(&columns)?;
+    let assembled = schema.assemble(&parsed_columns(&out))?;
     Ok((out, assembled))
 }
 
