@@ -155,13 +155,100 @@ def chunked_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) ->
                 return
 
 
+#: How long ``map(num_parallel_calls=AUTOTUNE)`` tries each way, and how long it then
+#: keeps to the faster one before trying again.
+PROBE_SECONDS = 0.05
+KEEP_SECONDS = 2.0
+#: The time per item below which a map runs serially: handing items to threads costs
+#: about this much.
+PARALLEL_ITEM_SECONDS = 20e-6
+
+
+class _Timed:
+    """Items handed out until a deadline, checked before each item is taken (none is lost
+    at a deadline); ``exhausted`` once the items ran out."""
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self.items, self.exhausted = items, False
+
+    def until(self, deadline: float) -> Iterator[Any]:
+        while time.perf_counter() < deadline:
+            try:
+                yield next(self.items)
+            except StopIteration:
+                self.exhausted = True
+                return
+
+
+def autotuned_map(fn: Callable[[Any], Any], pairs: Iterator[Pair], workers: int) -> Iterator[Pair]:
+    """``(key, fn(element))`` for each pair, in order, serially or on ``workers`` threads,
+    whichever delivers more a second. Each round runs serially for
+    :data:`PROBE_SECONDS`, timing ``fn``; when it takes long enough per element for
+    threads to pay (:data:`PARALLEL_ITEM_SECONDS`), it then runs on the threads as long,
+    and the faster way is kept for :data:`KEEP_SECONDS`. A cheap function, or one that
+    holds the GIL, runs serially (threads would only add their cost); one that spends its
+    time in NumPy, I/O or native code runs in parallel."""
+    items = iter(pairs)
+    clock = time.perf_counter
+
+    def on_threads(pair: Pair) -> Pair:
+        return pair[0], fn(pair[1])
+
+    def threads(span: float) -> Iterator[Pair]:
+        source = _Timed(items)
+        yield from chunked_map(on_threads, source.until(clock() + span), workers)
+        if source.exhausted:
+            raise _Exhausted
+
+    try:
+        while True:
+            # Serially, timing fn itself (not what comes before or after it).
+            start, spent, n = clock(), 0.0, 0
+            while clock() < start + PROBE_SECONDS:
+                chunk = list(itertools.islice(items, 64))
+                for key, x in chunk:
+                    t = clock()
+                    y = fn(x)
+                    spent += clock() - t
+                    yield key, y
+                n += len(chunk)
+                if len(chunk) < 64:
+                    return
+            serial = n / max(clock() - start, 1e-9)
+            parallel = False
+            if spent / max(n, 1) >= PARALLEL_ITEM_SECONDS:
+                start, n = clock(), 0
+                for y in threads(PROBE_SECONDS):
+                    n += 1
+                    yield y
+                parallel = n / max(clock() - start, 1e-9) > serial
+            if parallel:
+                yield from threads(KEEP_SECONDS)
+                continue
+            end = clock() + KEEP_SECONDS
+            while clock() < end:
+                chunk = list(itertools.islice(items, 256))
+                for key, x in chunk:
+                    yield key, fn(x)
+                if len(chunk) < 256:
+                    return
+    except _Exhausted:
+        return
+
+
+class _Exhausted(Exception):
+    """The items of an autotuned map ran out while threads were mapping them."""
+
+
 def map_pairs(it: Iterator[Pair], fn: Callable[[Any], Any], parallel: int | None) -> Iterator[Pair]:
     if parallel is None or parallel == 1:
         for key, x in it:
             yield key, fn(x)
         return
-    workers = cpus() if parallel == AUTOTUNE else parallel
-    yield from chunked_map(lambda pair: (pair[0], fn(pair[1])), it, workers)
+    if parallel == AUTOTUNE:
+        yield from autotuned_map(fn, it, cpus())
+    else:
+        yield from chunked_map(lambda pair: (pair[0], fn(pair[1])), it, parallel)
 
 
 def filter_pairs(it: Iterator[Pair], predicate: Callable[[Any], Any]) -> Iterator[Pair]:

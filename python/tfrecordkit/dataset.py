@@ -229,8 +229,11 @@ class Dataset:
 
     def map(self, fn: Callable[[Any], Any], num_parallel_calls: int | None = None) -> Dataset:
         """Applies ``fn`` to each element; ``num_parallel_calls`` runs it on that many
-        threads (``AUTOTUNE``: one per core), keeping the order. Map after ``batch`` to
-        call ``fn`` once per batch."""
+        threads, keeping the order. With ``AUTOTUNE`` it runs on one thread per core when
+        that delivers more (``fn`` spending its time in NumPy, I/O or native code, which
+        release the GIL) and serially otherwise (a cheap ``fn``, or one holding the GIL),
+        trying both ways again every few seconds. Map after ``batch`` to call ``fn`` once
+        per batch."""
         if not callable(fn):
             raise TypeError(f"map needs a callable, not {type(fn).__name__}")
         if num_parallel_calls is not None:

@@ -540,3 +540,32 @@ def test_a_parallel_map_hands_items_over_in_chunks_and_keeps_their_order():
 
     with pytest.raises(KeyError):
         list(chunked_map(fails, iter(range(2000)), 2))
+
+
+def test_an_autotuned_map_runs_cheap_functions_serially_and_slow_ones_on_threads(monkeypatch):
+    from tfrecordkit import _stages
+
+    monkeypatch.setattr(_stages, "PROBE_SECONDS", 0.02)
+    monkeypatch.setattr(_stages, "KEEP_SECONDS", 0.05)
+    caller = threading.get_ident()
+
+    def run(fn, n):
+        seen = set()
+
+        def traced(x):
+            seen.add(threading.get_ident())
+            return fn(x)
+
+        pairs = ((i, i) for i in range(n))
+        out = list(_stages.autotuned_map(traced, pairs, 2))
+        assert out == [(i, fn(i)) for i in range(n)]
+        return seen
+
+    assert run(lambda x: x + 1, 50_000) == {caller}
+
+    def sleepy(x):  # releases the GIL, as NumPy and I/O do
+        time.sleep(0.0005)
+        return -x
+
+    assert run(sleepy, 600) - {caller}
+    assert list(_stages.autotuned_map(lambda x: x, iter([]), 2)) == []
