@@ -11,6 +11,7 @@ __all__ = [
     "MAX_PIXELS",
     "MAX_VALUES",
     "CompiledSchema",
+    "ElementPipeline",
     "FileOrder",
     "ImageSpec",
     "Pipeline",
@@ -37,6 +38,7 @@ __all__ = [
     "file_crc32c",
     "frame_record",
     "masked_crc32c",
+    "rows",
     "member_records",
     "mix_seed",
     "pad_steps",
@@ -100,6 +102,7 @@ def commit_shard(
     replace: bool = False,
 ) -> None: ...
 def mix_seed(a: int, b: int) -> int: ...
+def rows(columns: dict[Any, Any], n: int) -> list[dict[Any, Any]]: ...
 
 @final
 class Table:
@@ -213,6 +216,20 @@ class FileOrder:
     ) -> FileOrder: ...
     def __iter__(self) -> FileOrder: ...
     def __next__(self) -> int: ...
+
+@final
+class ElementPipeline:
+    def __new__(
+        cls,
+        source: Callable[[int], Iterable[Any]],
+        ops: list[Any],
+        epoch: int,
+        tagged: bool,
+        collate: Callable[[list[Any], list[Any] | None], tuple[Any, Any]] | None = None,
+        chunks: bool = False,
+    ) -> ElementPipeline: ...
+    def __iter__(self) -> ElementPipeline: ...
+    def __next__(self) -> Any: ...
 
 @final
 class ImageSpec:

@@ -9,8 +9,7 @@ dataclasses below. The engine reads a :class:`NativePlan` directly.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -343,42 +342,65 @@ def elements(source: Source, plan: Plan, epoch: int) -> Iterator[Any]:
         return file_names(source, plan, epoch)
     if not plan.python_ops:
         return _native(source, plan, epoch, tagged=False)
-    return (x for _, x in _python(source, plan, len(plan.python_ops), epoch))
+    # Only ``decode_image`` needs to know which records an element came from.
+    tagged = any(isinstance(op, DecodeImage) for op in plan.python_ops)
+    return _after(source, plan, len(plan.python_ops), epoch, tagged, pairs=False)
 
 
-def _python(source: Source, plan: Plan, upto: int, epoch: int) -> Iterator[_stages.Pair]:
-    """``(key, element)`` pairs after the first ``upto`` Python stages."""
-    if upto == 0:
-        return _native(source, plan, epoch, tagged=True)
-    op = plan.python_ops[upto - 1]
-    if isinstance(op, _core.Repeat):
-        return _stages.repeat(lambda e: _python(source, plan, upto - 1, e), op.count, epoch)
-    it = _python(source, plan, upto - 1, epoch)
+def _in_engine(op: Op) -> bool:
+    """Whether the engine runs ``op`` over elements after a user function."""
     if isinstance(op, Map):
-        return _stages.map_pairs(it, op.fn, op.num_parallel_calls)
-    if isinstance(op, Filter):
-        return _stages.filter_pairs(it, op.predicate)
-    if isinstance(op, _core.Shuffle):
-        return _stages.shuffle(it, op.buffer_size, op.seed, _core.mix_seed(epoch, upto))
-    if isinstance(op, Batch):
-        return _stages.batch(it, op.size, op.drop_remainder)
-    if isinstance(op, _core.Take):
-        return itertools.islice(it, op.count)
-    if isinstance(op, _core.Skip):
-        return itertools.islice(it, op.count, None)
-    if isinstance(op, _core.Shard):
-        return itertools.islice(it, op.index, None, op.num_shards)
-    if isinstance(op, Cache):
-        return op.store.replay(it)
-    if isinstance(op, Prefetch):
-        return _stages.prefetch(it, op.size)
-    if isinstance(op, Parse):
-        return _stages.parse(it, op.schema)
-    if isinstance(op, ParseSequence):
-        return _stages.parse_sequences(it, op.context, op.sequence, op.batched)
-    if isinstance(op, DecodeImage):
-        return _stages.decode_images(it, op.key, op.options, epoch)
-    raise AssertionError(op)  # pragma: no cover
+        return op.num_parallel_calls in (None, 1)
+    return isinstance(op, (Filter, Batch, *NATIVE_OPS))
+
+
+def _after(
+    source: Source, plan: Plan, upto: int, epoch: int, tagged: bool, pairs: bool
+) -> Iterator[Any]:
+    """The elements after the first ``upto`` stages that follow a user function; as
+    ``(key, element)`` pairs when ``pairs`` (the keys are ``None`` unless ``tagged``).
+    Runs of stages the engine knows run in the engine, the rest in Python."""
+    if upto == 0:
+        if pairs and not tagged:
+            return ((None, x) for x in _native(source, plan, epoch, tagged=False))
+        return _native(source, plan, epoch, tagged=pairs)
+    start = upto
+    while start > 0 and _in_engine(plan.python_ops[start - 1]):
+        start -= 1
+    if start < upto:
+        run = plan.python_ops[start:upto]
+
+        def before(e: int) -> Iterator[Any]:
+            if start == 0:  # straight from the engine: a list of elements a unit
+                return _native(source, plan, e, tagged, chunks=True)
+            return _after(source, plan, start, e, tagged, pairs=tagged)
+
+        engine = _core.ElementPipeline(
+            before,
+            run,
+            epoch,
+            tagged,
+            _stages.collate,
+            chunks=start == 0,
+        )
+        return ((None, x) for x in engine) if pairs and not tagged else engine
+    op = plan.python_ops[upto - 1]
+    it = _after(source, plan, upto - 1, epoch, tagged, pairs=True)
+    if isinstance(op, Map):
+        it = _stages.map_pairs(it, op.fn, op.num_parallel_calls)
+    elif isinstance(op, Cache):
+        it = op.store.replay(it)
+    elif isinstance(op, Prefetch):
+        it = _stages.prefetch(it, op.size)
+    elif isinstance(op, Parse):
+        it = _stages.parse(it, op.schema)
+    elif isinstance(op, ParseSequence):
+        it = _stages.parse_sequences(it, op.context, op.sequence, op.batched)
+    elif isinstance(op, DecodeImage):
+        it = _stages.decode_images(it, op.key, op.options, epoch)
+    else:  # pragma: no cover
+        raise AssertionError(op)
+    return it if pairs else (x for _, x in it)
 
 
 def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
@@ -429,14 +451,28 @@ def _own_shape(options: ImageOptions) -> bool:
     return options.size is None or options.channels == 0
 
 
-def _native(source: Source, plan: Plan, epoch: int, tagged: bool) -> Iterator[Any]:
-    """The engine's output as elements (``(key, element)`` pairs when ``tagged``). The
-    engine starts now, so that it reads ahead before the first element is asked for."""
+def _native(
+    source: Source, plan: Plan, epoch: int, tagged: bool, chunks: bool = False
+) -> Iterator[Any]:
+    """The engine's output as elements (``(key, element)`` pairs when ``tagged``), or as
+    lists of them, one per unit, when ``chunks``. The engine starts now, so that it reads
+    ahead before the first element is asked for."""
     pipe = _core.Pipeline(native_plan(source, plan, epoch))
-    return _elements_of(pipe, source, plan, tagged)
+    units = _units_of(pipe, source, plan, tagged)
+    return units if chunks else _flat(units)
 
 
-def _elements_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool) -> Iterator[Any]:
+def _flat(units: Generator[list[Any], None, None]) -> Iterator[Any]:
+    """The elements of ``units``; closing this closes ``units`` (and stops the engine)."""
+    try:
+        for unit in units:
+            yield from unit
+    finally:
+        units.close()
+
+
+def _units_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool) -> Iterator[Any]:
+    """Each unit of the engine's output as a list of elements."""
     batched = plan.batch is not None
     try:
         units = policed(pipe.next, source.on_error, catch=TFRecordError, what="bad record")
@@ -446,19 +482,13 @@ def _elements_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool)
             else:
                 element = plan.schema.outputs(payload)
             if batched:
-                yield (keys, element) if tagged else element
-            elif plan.schema is None:
-                yield from zip(keys.tolist(), element, strict=True) if tagged else element
-            else:
-                rows = _rows(element, len(keys))
-                yield from zip(keys.tolist(), rows, strict=False) if tagged else rows
+                yield [(keys, element) if tagged else element]
+                continue
+            if plan.schema is not None:
+                element = _core.rows(element, len(keys))
+            yield list(zip(keys.tolist(), element, strict=True)) if tagged else element
     finally:
         pipe.close()
-
-
-def _rows(columns: dict[str, Any], n: int) -> Iterator[dict[str, Any]]:
-    for i in range(n):
-        yield {k: v[i] for k, v in columns.items()}
 
 
 @dataclass(frozen=True)

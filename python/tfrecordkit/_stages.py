@@ -1,4 +1,7 @@
-"""The stages of a pipeline that follow a user ``map`` or ``filter``, in Python.
+"""The stages after a user ``map`` that run in Python: a ``map`` on threads, ``cache``,
+``prefetch``, parsing and image decoding, and how the engine's ``batch`` stacks elements
+(:func:`collate`). The other stages after a ``map`` run in the engine
+(``_core.ElementPipeline``).
 
 Elements travel through these stages as ``(key, element)`` pairs: ``key`` identifies the
 record an element came from (its file, pass and position, as the native engine names it;
@@ -92,18 +95,6 @@ def _read_elements(path: str) -> Iterator[Pair]:
             raise DataLossError(
                 f"not a cache file of pipeline elements: {err}", path=path, record_index=i
             ) from None
-
-
-def repeat(
-    upstream: Callable[[int], Iterator[Pair]], count: int | None, epoch: int
-) -> Iterator[Pair]:
-    for e in itertools.count() if count is None else range(count):
-        produced = False
-        for x in upstream(_core.mix_seed(epoch, e) if e else epoch):
-            produced = True
-            yield x
-        if not produced:
-            return
 
 
 def ordered_map(
@@ -240,49 +231,23 @@ class _Exhausted(Exception):
     """The items of an autotuned map ran out while threads were mapping them."""
 
 
-def map_pairs(it: Iterator[Pair], fn: Callable[[Any], Any], parallel: int | None) -> Iterator[Pair]:
-    if parallel is None or parallel == 1:
-        for key, x in it:
-            yield key, fn(x)
-        return
+def map_pairs(it: Iterator[Pair], fn: Callable[[Any], Any], parallel: int) -> Iterator[Pair]:
+    """``map`` with ``num_parallel_calls``: on threads, or as :func:`autotuned_map` picks."""
     if parallel == AUTOTUNE:
-        yield from autotuned_map(fn, it, cpus())
-    else:
-        yield from chunked_map(lambda pair: (pair[0], fn(pair[1])), it, parallel)
+        return autotuned_map(fn, it, cpus())
+    return chunked_map(lambda pair: (pair[0], fn(pair[1])), it, parallel)
 
 
-def filter_pairs(it: Iterator[Pair], predicate: Callable[[Any], Any]) -> Iterator[Pair]:
-    return ((key, x) for key, x in it if predicate(x))
-
-
-def shuffle(it: Iterator[Pair], size: int, seed: int | None, salt: int) -> Iterator[Pair]:
-    rng = np.random.default_rng(None if seed is None else [seed, salt])
-    buffer: list[Pair] = []
-    for x in it:
-        if len(buffer) < size:
-            buffer.append(x)
-            continue
-        i = int(rng.integers(size))
-        yield buffer[i]
-        buffer[i] = x
-    while buffer:
-        i = int(rng.integers(len(buffer)))
-        buffer[i], buffer[-1] = buffer[-1], buffer[i]
-        yield buffer.pop()
-
-
-def batch(it: Iterator[Pair], size: int, drop_remainder: bool) -> Iterator[Pair]:
-    while True:
-        chunk = list(itertools.islice(it, size))
-        if not chunk or (drop_remainder and len(chunk) < size):
-            return
-        keys = [k for k, _ in chunk]
-        flat = (
-            np.concatenate([np.atleast_1d(np.asarray(k, dtype=np.uint64)) for k in keys])
-            if all(k is not None for k in keys)
-            else None
-        )
-        yield flat, stack([x for _, x in chunk])
+def collate(elements: list[Any], keys: list[Any] | None) -> Pair:
+    """One batch of elements as ``batch`` makes it after a user function (the engine calls
+    this): the keys of its records (``None`` where not kept) and the stacked elements."""
+    flat = None
+    if keys is not None and all(k is not None for k in keys):
+        if all(isinstance(k, int) for k in keys):
+            flat = np.array(keys, dtype=np.uint64)
+        else:
+            flat = np.concatenate([np.atleast_1d(np.asarray(k, dtype=np.uint64)) for k in keys])
+    return flat, stack(elements)
 
 
 def stack(elements: Sequence[Any]) -> Any:
@@ -296,6 +261,14 @@ def stack(elements: Sequence[Any]) -> Any:
         return tuple(stack(list(col)) for col in zip(*elements, strict=True))
     if isinstance(first, (bytes, str)):
         return object_array(elements)
+    if isinstance(first, np.generic):
+        # NumPy scalars: one array, without an array per element.
+        try:
+            scalars = np.array(elements)
+        except ValueError:  # not all scalars
+            scalars = None
+        if scalars is not None and scalars.ndim == 1 and scalars.dtype != object:
+            return scalars
     arrays = [np.asarray(e) for e in elements]
     if all(a.shape == arrays[0].shape for a in arrays):
         return np.stack(arrays)

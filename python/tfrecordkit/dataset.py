@@ -232,8 +232,8 @@ class Dataset:
         threads, keeping the order. With ``AUTOTUNE`` it runs on one thread per core when
         that delivers more (``fn`` spending its time in NumPy, I/O or native code, which
         release the GIL) and serially otherwise (a cheap ``fn``, or one holding the GIL),
-        trying both ways again every few seconds. Map after ``batch`` to call ``fn`` once
-        per batch."""
+        trying both ways again every few seconds. The stages after it still run in the
+        engine, which calls ``fn``; map after ``batch`` to call it once per batch."""
         if not callable(fn):
             raise TypeError(f"map needs a callable, not {type(fn).__name__}")
         if num_parallel_calls is not None:

@@ -168,7 +168,7 @@ def test_file_cache_is_written_after_a_full_pass_only(shards, helpers, tmp_path)
     assert helpers.ids_of(list(again)) == list(range(5000))
 
 
-def test_map_and_filter_run_in_python(shards, helpers):
+def test_map_and_filter(shards, helpers):
     paths = shards([20])
     ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA)
     ids = [int(x) for x in ds.map(lambda e: e["id"] * 10).filter(lambda v: v % 20 == 0)]
@@ -179,7 +179,7 @@ def test_map_and_filter_run_in_python(shards, helpers):
     assert [int(s) for s in per_batch] == [28, 92, 70]
 
 
-def test_python_batch_stacks_mapped_examples(shards, helpers):
+def test_batch_stacks_mapped_examples(shards, helpers):
     paths = shards([5])
     ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).map(lambda e: e).batch(3)
     first, second = list(ds)
@@ -191,7 +191,7 @@ def test_python_batch_stacks_mapped_examples(shards, helpers):
     assert pairs[0][0].shape == (5,) and len(pairs[0][1]) == 5
 
 
-def test_python_stages_after_map(shards, helpers):
+def test_stages_after_map(shards, helpers):
     paths = shards([30])
     ds = tfr.Dataset.from_files(paths).map(lambda r: r)
     ids = helpers.ids_of(list(ds.shuffle(10, seed=2).prefetch(3).cache().repeat(2)))
@@ -200,6 +200,46 @@ def test_python_stages_after_map(shards, helpers):
     assert helpers.ids_of(list(ds.shard(10, 9))) == [9, 19, 29]
     parsed = list(ds.parse(helpers.SCHEMA).take(2))
     assert [int(e["id"]) for e in parsed] == [0, 1]
+
+
+def test_stages_after_map_run_in_the_engine(shards, helpers):
+    paths = shards([40])
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).map(lambda e: e)
+    shuffled = ds.shuffle(16, seed=5).batch(7)
+    batches = list(shuffled)
+    assert [len(b["id"]) for b in batches] == [7, 7, 7, 7, 7, 5]
+    ids = np.concatenate([b["id"] for b in batches]).tolist()
+    assert sorted(ids) == list(range(40)) and ids != list(range(40))
+    # A buffer of 16 never yields an element more than 15 places early.
+    assert all(i <= place + 15 for place, i in enumerate(ids))
+    assert batches[0]["id"].dtype == np.int64 and batches[0]["x"].dtype == np.float32
+    again = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).map(lambda e: e)
+    assert np.concatenate([b["id"] for b in again.shuffle(16, seed=5).batch(7)]).tolist() == ids
+    twice = [int(e["id"]) for e in ds.shuffle(16, seed=5).repeat(2)]
+    assert sorted(twice[40:]) == list(range(40)) and twice[:40] != twice[40:]
+    kept = ds.filter(lambda e: e["id"] % 3 == 0).skip(1).shard(2, 1).take(3)
+    assert [int(e["id"]) for e in kept] == [6, 12, 18]
+    assert len(list(ds.batch(16, drop_remainder=True))) == 2
+
+
+def test_batch_after_map_stacks_scalars_by_numpy_rules(shards, helpers):
+    paths = shards([4])
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA)
+    mixed = ds.map(lambda e: np.int32(e["id"]) if e["id"] % 2 else e["id"]).batch(4)
+    (out,) = list(mixed)
+    assert out.dtype == np.int64 and out.tolist() == [0, 1, 2, 3]
+    (floats,) = list(ds.map(lambda e: e["x"][0]).batch(4))
+    assert floats.dtype == np.float32
+    # Scalars and arrays together cannot be one array: a list of them, as before.
+    (odd,) = list(ds.map(lambda e: e["x"] if e["id"] else e["id"]).batch(4))
+    assert isinstance(odd, list) and len(odd) == 4
+
+
+def test_rows_of_columns():
+    columns = {"a": np.arange(3), "b": np.array([b"x", b"y", b"z"], dtype=object)}
+    rows = tfr._core.rows(columns, 2)
+    assert rows == [{"a": 0, "b": b"x"}, {"a": 1, "b": b"y"}]
+    assert type(rows[1]["a"]) is np.int64
 
 
 def test_errors_in_map_reach_the_consumer(shards):

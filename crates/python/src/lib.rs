@@ -6,6 +6,7 @@ use tfrecordkit_core::Feature;
 
 mod composite;
 mod convert;
+mod elements;
 mod errors;
 mod image;
 mod opener;
@@ -115,6 +116,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records::file_crc32c, m)?)?;
     m.add_function(wrap_pyfunction!(records::commit_shard, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::mix_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(elements::rows, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_class::<image::ImageSpec>()?;
@@ -123,6 +125,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<records::RecordReader>()?;
     m.add_class::<records::RecordWriter>()?;
     m.add_class::<pipeline::Pipeline>()?;
+    m.add_class::<elements::ElementPipeline>()?;
     m.add_class::<pipeline::PipelineCache>()?;
     m.add_class::<pipeline::FileOrder>()?;
     m.add_class::<pipeline::Shuffle>()?;

@@ -6,6 +6,7 @@ use numpy::IntoPyArray;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
+use tfrecordkit_core::pipeline::elements::ElementOp;
 use tfrecordkit_core::pipeline::{
     parsed_columns, Cache, Decoded, FileOp, ImageStage, OnError, Payload, Plan, RecordOp,
 };
@@ -180,7 +181,7 @@ fn opt(v: Option<u64>) -> String {
 
 /// A stage of a plan, told apart by its class.
 #[derive(FromPyObject)]
-enum Stage<'py> {
+pub(crate) enum Stage<'py> {
     Shuffle(PyRef<'py, Shuffle>),
     Shard(PyRef<'py, Shard>),
     Skip(PyRef<'py, Skip>),
@@ -206,6 +207,28 @@ impl Stage<'_> {
             Stage::Cache(_) => {
                 return Err(PyValueError::new_err(
                     "cache() keeps records, not file names",
+                ))
+            }
+        })
+    }
+
+    /// The stage over elements after a user function.
+    pub(crate) fn element_op<T, E>(&self) -> PyResult<ElementOp<T, E>> {
+        Ok(match self {
+            Stage::Shuffle(s) => ElementOp::Shuffle {
+                buffer: s.buffer_size,
+                seed: s.seed,
+            },
+            Stage::Shard(s) => ElementOp::Shard {
+                num_shards: s.num_shards,
+                index: s.index,
+            },
+            Stage::Skip(s) => ElementOp::Skip(s.count),
+            Stage::Take(s) => ElementOp::Take(s.count),
+            Stage::Repeat(s) => ElementOp::Repeat(s.count),
+            Stage::Cache(_) => {
+                return Err(PyValueError::new_err(
+                    "cache() after a map keeps elements, not records",
                 ))
             }
         })

@@ -1,0 +1,498 @@
+//! The stages of a pipeline over elements the engine does not look into: what follows a
+//! user function (`map`, `filter`). The caller supplies the elements, the functions and
+//! how a batch of elements becomes one; the stages order, pick, shuffle and group them.
+//!
+//! `T` is an element and `E` the caller's error: a function's failure passes through
+//! unchanged, and the stage that met it goes on with the next element when called again.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::{mix, rng_for};
+
+/// One element at a time: `Ok(None)` at the end.
+pub trait Elements<T, E>: Send {
+    fn next_element(&mut self) -> Result<Option<T>, E>;
+}
+
+/// The elements of one pass (epoch) of what comes before the stages, from its seed.
+pub type SourceFn<T, E> = Arc<dyn Fn(u64) -> Result<Box<dyn Elements<T, E>>, E> + Send + Sync>;
+pub type MapFn<T, E> = Arc<dyn Fn(T) -> Result<T, E> + Send + Sync>;
+pub type FilterFn<T, E> = Arc<dyn Fn(&T) -> Result<bool, E> + Send + Sync>;
+/// Makes one element of a batch's elements (at least one, in order).
+pub type CollateFn<T, E> = Arc<dyn Fn(Vec<T>) -> Result<T, E> + Send + Sync>;
+
+/// A stage over elements.
+pub enum ElementOp<T, E> {
+    Map(MapFn<T, E>),
+    Filter(FilterFn<T, E>),
+    /// tf.data's shuffle: each output drawn at random from a buffer of `buffer` elements.
+    Shuffle {
+        buffer: usize,
+        seed: Option<u64>,
+    },
+    Batch {
+        size: usize,
+        drop_remainder: bool,
+        collate: CollateFn<T, E>,
+    },
+    Take(u64),
+    Skip(u64),
+    Shard {
+        num_shards: u64,
+        index: u64,
+    },
+    /// The stages before it, again: `None` without end. Each pass after the first gets a
+    /// seed of its own; a pass that yields nothing ends the repeat.
+    Repeat(Option<u64>),
+}
+
+impl<T, E> Clone for ElementOp<T, E> {
+    fn clone(&self) -> Self {
+        match self {
+            ElementOp::Map(f) => ElementOp::Map(Arc::clone(f)),
+            ElementOp::Filter(f) => ElementOp::Filter(Arc::clone(f)),
+            ElementOp::Shuffle { buffer, seed } => ElementOp::Shuffle {
+                buffer: *buffer,
+                seed: *seed,
+            },
+            ElementOp::Batch {
+                size,
+                drop_remainder,
+                collate,
+            } => ElementOp::Batch {
+                size: *size,
+                drop_remainder: *drop_remainder,
+                collate: Arc::clone(collate),
+            },
+            ElementOp::Take(n) => ElementOp::Take(*n),
+            ElementOp::Skip(n) => ElementOp::Skip(*n),
+            ElementOp::Shard { num_shards, index } => ElementOp::Shard {
+                num_shards: *num_shards,
+                index: *index,
+            },
+            ElementOp::Repeat(n) => ElementOp::Repeat(*n),
+        }
+    }
+}
+
+/// The elements of `ops` applied in order to what `source` yields, for the pass `epoch`
+/// (it seeds the shuffles, mixed with each stage's place).
+pub fn element_stream<T: Send + 'static, E: Send + 'static>(
+    source: SourceFn<T, E>,
+    ops: Arc<[ElementOp<T, E>]>,
+    epoch: u64,
+) -> Result<Box<dyn Elements<T, E>>, E> {
+    build(&source, &ops, ops.len(), epoch)
+}
+
+fn build<T: Send + 'static, E: Send + 'static>(
+    source: &SourceFn<T, E>,
+    ops: &Arc<[ElementOp<T, E>]>,
+    upto: usize,
+    epoch: u64,
+) -> Result<Box<dyn Elements<T, E>>, E> {
+    if upto == 0 {
+        return source(epoch);
+    }
+    let op = ops[upto - 1].clone();
+    if let ElementOp::Repeat(count) = op {
+        let (source, ops) = (Arc::clone(source), Arc::clone(ops));
+        return Ok(Box::new(RepeatElements {
+            pass: Arc::new(move |e| build(&source, &ops, upto - 1, e)),
+            count,
+            epoch,
+            done: 0,
+            current: None,
+            produced: false,
+        }));
+    }
+    let inner = build(source, ops, upto - 1, epoch)?;
+    Ok(match op {
+        ElementOp::Map(f) => Box::new(MapElements { inner, f }),
+        ElementOp::Filter(f) => Box::new(FilterElements { inner, f }),
+        ElementOp::Shuffle { buffer, seed } => Box::new(ShuffleElements {
+            inner,
+            size: buffer.max(1),
+            buffer: Vec::with_capacity(buffer.clamp(1, 1 << 16)),
+            filled: false,
+            ended: false,
+            rng: rng_for(seed, mix(epoch, upto as u64)),
+        }),
+        ElementOp::Batch {
+            size,
+            drop_remainder,
+            collate,
+        } => Box::new(BatchElements {
+            inner,
+            size: size.max(1),
+            drop_remainder,
+            collate,
+            pending: VecDeque::new(),
+            ended: false,
+        }),
+        ElementOp::Take(n) => Box::new(TakeElements { inner, left: n }),
+        ElementOp::Skip(n) => Box::new(SkipElements { inner, left: n }),
+        ElementOp::Shard { num_shards, index } => Box::new(ShardElements {
+            inner,
+            num_shards: num_shards.max(1),
+            index,
+            position: 0,
+        }),
+        ElementOp::Repeat(_) => unreachable!("handled above"),
+    })
+}
+
+struct MapElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    f: MapFn<T, E>,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for MapElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        match self.inner.next_element()? {
+            Some(x) => (self.f)(x).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+struct FilterElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    f: FilterFn<T, E>,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for FilterElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        while let Some(x) = self.inner.next_element()? {
+            if (self.f)(&x)? {
+                return Ok(Some(x));
+            }
+        }
+        Ok(None)
+    }
+}
+
+struct ShuffleElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    size: usize,
+    buffer: Vec<T>,
+    filled: bool,
+    ended: bool,
+    rng: fastrand::Rng,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for ShuffleElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        if !self.filled {
+            while self.buffer.len() < self.size {
+                match self.inner.next_element()? {
+                    Some(x) => self.buffer.push(x),
+                    None => {
+                        self.ended = true;
+                        break;
+                    }
+                }
+            }
+            self.filled = true;
+        }
+        if self.buffer.is_empty() {
+            return Ok(None);
+        }
+        let i = self.rng.usize(..self.buffer.len());
+        // The buffer is full until the elements run out: the next one takes the place of
+        // the one drawn, and after the last the buffer drains.
+        if !self.ended {
+            match self.inner.next_element()? {
+                Some(x) => return Ok(Some(std::mem::replace(&mut self.buffer[i], x))),
+                None => self.ended = true,
+            }
+        }
+        Ok(Some(self.buffer.swap_remove(i)))
+    }
+}
+
+struct BatchElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    size: usize,
+    drop_remainder: bool,
+    collate: CollateFn<T, E>,
+    /// The elements of the batch being gathered, kept across an error in it.
+    pending: VecDeque<T>,
+    ended: bool,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for BatchElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        while !self.ended && self.pending.len() < self.size {
+            match self.inner.next_element()? {
+                Some(x) => self.pending.push_back(x),
+                None => self.ended = true,
+            }
+        }
+        if self.pending.is_empty() || (self.drop_remainder && self.pending.len() < self.size) {
+            self.pending.clear();
+            return Ok(None);
+        }
+        let batch: Vec<T> = self.pending.drain(..).collect();
+        (self.collate)(batch).map(Some)
+    }
+}
+
+struct TakeElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    left: u64,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for TakeElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        let x = self.inner.next_element()?;
+        if x.is_some() {
+            self.left -= 1;
+        } else {
+            self.left = 0;
+        }
+        Ok(x)
+    }
+}
+
+struct SkipElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    left: u64,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for SkipElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        while self.left > 0 {
+            if self.inner.next_element()?.is_none() {
+                self.left = 0;
+                return Ok(None);
+            }
+            self.left -= 1;
+        }
+        self.inner.next_element()
+    }
+}
+
+struct ShardElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    num_shards: u64,
+    index: u64,
+    position: u64,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for ShardElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        while let Some(x) = self.inner.next_element()? {
+            let p = self.position;
+            self.position += 1;
+            if p % self.num_shards == self.index {
+                return Ok(Some(x));
+            }
+        }
+        Ok(None)
+    }
+}
+
+type PassFn<T, E> = Arc<dyn Fn(u64) -> Result<Box<dyn Elements<T, E>>, E> + Send + Sync>;
+
+struct RepeatElements<T, E> {
+    pass: PassFn<T, E>,
+    count: Option<u64>,
+    epoch: u64,
+    /// Passes started.
+    done: u64,
+    current: Option<Box<dyn Elements<T, E>>>,
+    produced: bool,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for RepeatElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        loop {
+            if self.current.is_none() {
+                let ended = self.done > 0 && !self.produced;
+                if ended || self.count.is_some_and(|c| self.done >= c) {
+                    return Ok(None);
+                }
+                let seed = if self.done == 0 {
+                    self.epoch
+                } else {
+                    mix(self.epoch, self.done)
+                };
+                self.current = Some((self.pass)(seed)?);
+                self.done += 1;
+                self.produced = false;
+            }
+            let current = self.current.as_mut().expect("a pass is under way");
+            match current.next_element()? {
+                Some(x) => {
+                    self.produced = true;
+                    return Ok(Some(x));
+                }
+                None => self.current = None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Counter {
+        next: u64,
+        end: u64,
+        /// Fails when it reaches this value, once.
+        fail_at: Option<u64>,
+    }
+
+    impl Elements<u64, String> for Counter {
+        fn next_element(&mut self) -> Result<Option<u64>, String> {
+            if self.fail_at == Some(self.next) {
+                self.fail_at = None;
+                return Err(format!("bad {}", self.next));
+            }
+            if self.next == self.end {
+                return Ok(None);
+            }
+            self.next += 1;
+            Ok(Some(self.next - 1))
+        }
+    }
+
+    fn source(n: u64) -> SourceFn<u64, String> {
+        Arc::new(move |_| {
+            Ok(Box::new(Counter {
+                next: 0,
+                end: n,
+                fail_at: None,
+            }) as Box<dyn Elements<u64, String>>)
+        })
+    }
+
+    fn run(n: u64, ops: Vec<ElementOp<u64, String>>, epoch: u64) -> Result<Vec<u64>, String> {
+        let mut s = element_stream(source(n), ops.into(), epoch)?;
+        let mut out = Vec::new();
+        while let Some(x) = s.next_element()? {
+            out.push(x);
+        }
+        Ok(out)
+    }
+
+    fn sum() -> CollateFn<u64, String> {
+        Arc::new(|xs: Vec<u64>| Ok(xs.iter().sum::<u64>() * 1000 + xs.len() as u64))
+    }
+
+    #[test]
+    fn map_filter_take_skip_shard_in_order() {
+        let ops = vec![
+            ElementOp::Map(Arc::new(|x: u64| Ok(x * 10)) as MapFn<u64, String>),
+            ElementOp::Filter(Arc::new(|x: &u64| Ok(x % 20 == 0)) as FilterFn<u64, String>),
+            ElementOp::Skip(1),
+            ElementOp::Shard {
+                num_shards: 2,
+                index: 1,
+            },
+            ElementOp::Take(3),
+        ];
+        // 0, 20, 40, ... skip 0 → 20, 40, 60, 80, 100, 120, 140; odd places → 40, 80, 120.
+        assert_eq!(run(20, ops, 0).unwrap(), vec![40, 80, 120]);
+    }
+
+    #[test]
+    fn batches_and_the_remainder() {
+        let batch = |drop_remainder| ElementOp::Batch {
+            size: 4,
+            drop_remainder,
+            collate: sum(),
+        };
+        assert_eq!(
+            run(10, vec![batch(false)], 0).unwrap(),
+            vec![6004, 22004, 17002]
+        );
+        assert_eq!(run(10, vec![batch(true)], 0).unwrap(), vec![6004, 22004]);
+        assert!(run(0, vec![batch(false)], 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn shuffle_is_a_seeded_permutation_within_its_buffer() {
+        let shuffle = |seed| ElementOp::Shuffle { buffer: 5, seed };
+        let a = run(100, vec![shuffle(Some(7))], 3).unwrap();
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+        assert_ne!(a, sorted);
+        // A buffer of 5 never yields an element more than 4 places early.
+        for (place, &x) in a.iter().enumerate() {
+            assert!(x <= place as u64 + 4, "{x} at {place}");
+        }
+        assert_eq!(a, run(100, vec![shuffle(Some(7))], 3).unwrap());
+        assert_ne!(a, run(100, vec![shuffle(Some(7))], 4).unwrap());
+        assert_ne!(a, run(100, vec![shuffle(Some(8))], 3).unwrap());
+    }
+
+    #[test]
+    fn repeat_passes_get_their_own_shuffle() {
+        let ops = vec![
+            ElementOp::Shuffle {
+                buffer: 50,
+                seed: Some(1),
+            },
+            ElementOp::Repeat(Some(3)),
+        ];
+        let out = run(20, ops, 0).unwrap();
+        assert_eq!(out.len(), 60);
+        let (first, second) = (&out[..20], &out[20..40]);
+        assert_ne!(first, second);
+        let mut s = second.to_vec();
+        s.sort_unstable();
+        assert_eq!(s, (0..20).collect::<Vec<_>>());
+        assert_eq!(run(0, vec![ElementOp::Repeat(None)], 0).unwrap(), vec![]);
+        assert_eq!(run(3, vec![ElementOp::Repeat(Some(0))], 0).unwrap(), vec![]);
+        let endless = vec![ElementOp::Repeat(None), ElementOp::Take(7)];
+        assert_eq!(run(3, endless, 0).unwrap(), vec![0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn an_error_passes_through_and_the_stream_goes_on() {
+        let failing: SourceFn<u64, String> = Arc::new(|_| {
+            Ok(Box::new(Counter {
+                next: 0,
+                end: 6,
+                fail_at: Some(2),
+            }) as Box<dyn Elements<u64, String>>)
+        });
+        let ops: Arc<[ElementOp<u64, String>]> = vec![ElementOp::Batch {
+            size: 4,
+            drop_remainder: false,
+            collate: sum(),
+        }]
+        .into();
+        let mut s = element_stream(failing, ops, 0).unwrap();
+        assert_eq!(s.next_element(), Err("bad 2".to_owned()));
+        // The elements gathered before the error stay in their batch.
+        assert_eq!(s.next_element(), Ok(Some(6004)));
+        assert_eq!(s.next_element(), Ok(Some(9002)));
+        assert_eq!(s.next_element(), Ok(None));
+    }
+
+    #[test]
+    fn a_failing_function_fails_its_element_only() {
+        let ops = vec![ElementOp::Map(Arc::new(
+            |x: u64| {
+                if x == 1 {
+                    Err("one".to_owned())
+                } else {
+                    Ok(x)
+                }
+            },
+        ) as MapFn<u64, String>)];
+        let mut s = element_stream(source(3), ops.into(), 0).unwrap();
+        assert_eq!(s.next_element(), Ok(Some(0)));
+        assert_eq!(s.next_element(), Err("one".to_owned()));
+        assert_eq!(s.next_element(), Ok(Some(2)));
+    }
+}

@@ -1,0 +1,226 @@
+//! The engine's stages over Python elements (after a user `map` or `filter`): Python
+//! supplies the elements, the functions and how a batch is stacked; the core runs them.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyIterator, PyList, PyTuple};
+use tfrecordkit_core::pipeline::elements::{
+    element_stream, CollateFn, ElementOp, Elements as CoreElements, FilterFn, MapFn, SourceFn,
+};
+
+use crate::pipeline::Stage;
+
+/// An element, with the key of the record(s) it came from (`None` where not kept).
+struct Tagged {
+    key: Py<PyAny>,
+    value: Py<PyAny>,
+}
+
+type Stream = Box<dyn CoreElements<Tagged, PyErr>>;
+
+/// A stage, told apart by its attributes (the `tfrecordkit._plan` dataclasses) or class.
+#[derive(FromPyObject)]
+enum Op<'py> {
+    Native(Stage<'py>),
+    Map {
+        #[pyo3(attribute("fn"))]
+        f: Py<PyAny>,
+    },
+    Filter {
+        #[pyo3(attribute)]
+        predicate: Py<PyAny>,
+    },
+    Batch {
+        #[pyo3(attribute)]
+        size: usize,
+        #[pyo3(attribute)]
+        drop_remainder: bool,
+    },
+}
+
+impl Op<'_> {
+    fn compile(
+        &self,
+        collate: &Option<Py<PyAny>>,
+        tagged: bool,
+    ) -> PyResult<ElementOp<Tagged, PyErr>> {
+        Ok(match self {
+            Op::Native(stage) => stage.element_op()?,
+            Op::Map { f } => {
+                let f = Python::attach(|py| f.clone_ref(py));
+                let map: MapFn<Tagged, PyErr> = Arc::new(move |x: Tagged| {
+                    Python::attach(|py| {
+                        let value = f.bind(py).call1((x.value,))?.unbind();
+                        Ok(Tagged { key: x.key, value })
+                    })
+                });
+                ElementOp::Map(map)
+            }
+            Op::Filter { predicate } => {
+                let f = Python::attach(|py| predicate.clone_ref(py));
+                let filter: FilterFn<Tagged, PyErr> = Arc::new(move |x: &Tagged| {
+                    Python::attach(|py| f.bind(py).call1((x.value.bind(py),))?.is_truthy())
+                });
+                ElementOp::Filter(filter)
+            }
+            Op::Batch {
+                size,
+                drop_remainder,
+            } => {
+                let Some(collate) = collate else {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "batch() needs a collate function",
+                    ));
+                };
+                let f = Python::attach(|py| collate.clone_ref(py));
+                let collate: CollateFn<Tagged, PyErr> = Arc::new(move |xs: Vec<Tagged>| {
+                    Python::attach(|py| {
+                        let (keys, values): (Vec<_>, Vec<_>) =
+                            xs.into_iter().map(|x| (x.key, x.value)).unzip();
+                        let values = PyList::new(py, values)?;
+                        let keys = if tagged {
+                            PyList::new(py, keys)?.into_any()
+                        } else {
+                            py.None().into_bound(py)
+                        };
+                        let out = f.bind(py).call1((values, keys))?;
+                        let (key, value): (Py<PyAny>, Py<PyAny>) = out.extract()?;
+                        Ok(Tagged { key, value })
+                    })
+                });
+                ElementOp::Batch {
+                    size: *size,
+                    drop_remainder: *drop_remainder,
+                    collate,
+                }
+            }
+        })
+    }
+}
+
+/// What a Python iterator yields: `(key, element)` pairs when tagged; lists of them
+/// when `chunks`.
+struct FromIterator {
+    it: Py<PyIterator>,
+    tagged: bool,
+    chunks: bool,
+    chunk: Option<Py<PyIterator>>,
+}
+
+impl CoreElements<Tagged, PyErr> for FromIterator {
+    fn next_element(&mut self) -> PyResult<Option<Tagged>> {
+        Python::attach(|py| {
+            let x = loop {
+                if let Some(chunk) = &self.chunk {
+                    if let Some(x) = chunk.bind(py).clone().next() {
+                        break x?;
+                    }
+                    self.chunk = None;
+                }
+                let Some(x) = self.it.bind(py).clone().next() else {
+                    return Ok(None);
+                };
+                if !self.chunks {
+                    break x?;
+                }
+                self.chunk = Some(x?.try_iter()?.unbind());
+            };
+            Ok(Some(if self.tagged {
+                let (key, value): (Py<PyAny>, Py<PyAny>) = x.extract()?;
+                Tagged { key, value }
+            } else {
+                Tagged {
+                    key: py.None(),
+                    value: x.unbind(),
+                }
+            }))
+        })
+    }
+}
+
+/// The elements of a pipeline's stages after a user function: `source(epoch)` gives the
+/// elements before them (as `(key, element)` pairs when `tagged`; lists of them, one at
+/// a time, when `chunks`), `ops` are the stages
+/// (`Map`, `Filter`, `Batch` and the engine's `Shuffle`, `Shard`, `Skip`, `Take`,
+/// `Repeat`), and `collate(elements, keys)` stacks a batch into a `(key, element)` pair.
+#[pyclass(module = "tfrecordkit._core")]
+pub struct ElementPipeline {
+    // Only ever used through `&mut self`: the lock is never contended.
+    inner: std::sync::Mutex<Stream>,
+    tagged: bool,
+}
+
+#[pymethods]
+impl ElementPipeline {
+    #[new]
+    #[pyo3(signature = (source, ops, epoch, tagged, collate=None, chunks=false))]
+    fn new(
+        source: Py<PyAny>,
+        ops: Vec<Op<'_>>,
+        epoch: u64,
+        tagged: bool,
+        collate: Option<Py<PyAny>>,
+        chunks: bool,
+    ) -> PyResult<Self> {
+        crate::errors::guard("ElementPipeline.new", || {
+            let ops: Vec<ElementOp<Tagged, PyErr>> = ops
+                .iter()
+                .map(|op| op.compile(&collate, tagged))
+                .collect::<PyResult<_>>()?;
+            let source: SourceFn<Tagged, PyErr> = Arc::new(move |epoch| {
+                Python::attach(|py| {
+                    let it = source.bind(py).call1((epoch,))?.try_iter()?.unbind();
+                    Ok(Box::new(FromIterator {
+                        it,
+                        tagged,
+                        chunks,
+                        chunk: None,
+                    }) as Stream)
+                })
+            });
+            let inner = element_stream(source, ops.into(), epoch)?;
+            Ok(ElementPipeline {
+                inner: std::sync::Mutex::new(inner),
+                tagged,
+            })
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        crate::errors::guard("ElementPipeline.__next__", || {
+            let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+            let Some(x) = inner.next_element()? else {
+                return Ok(None);
+            };
+            Ok(Some(if self.tagged {
+                PyTuple::new(py, [x.key, x.value])?.into_any().unbind()
+            } else {
+                x.value
+            }))
+        })
+    }
+}
+
+/// The first `n` rows of a dict of columns, each a dict of the columns' `[i]`: parsed
+/// units handed one Example at a time to what follows.
+#[pyfunction]
+pub fn rows<'py>(columns: &Bound<'py, PyDict>, n: usize) -> PyResult<Bound<'py, PyList>> {
+    crate::errors::guard("rows", || {
+        let py = columns.py();
+        let columns: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> = columns.iter().collect();
+        let out = PyList::empty(py);
+        for i in 0..n {
+            let row = PyDict::new(py);
+            for (key, column) in &columns {
+                row.set_item(key, column.get_item(i)?)?;
+            }
+            out.append(row)?;
+        }
+        Ok(out)
+    })
+}
