@@ -8,19 +8,13 @@ np.int64(3)
 
 import sys as _sys
 
-from . import errors, image, tfds
+from . import errors, image
 from ._core import __version__
-from ._guess import SchemaGuess
-from ._paths import expand_paths
-from .arrow import read_arrow, read_table
+from ._renamed import alias_moved_modules as _alias_moved_modules
 from .conversion import ConversionSummary, convert, load, register_pandas_accessor
-from .dataset import (
-    AUTOTUNE,
-    INFINITE_CARDINALITY,
-    UNKNOWN_CARDINALITY,
-    Dataset,
-    DatasetIterator,
-)
+from .datasets.manifest import Manifest, ShardInfo
+from .datasets.random_access import IndexedDataset
+from .datasets.writer import write_dataset
 from .errors import (
     CorruptRecordError,
     DataLossError,
@@ -36,27 +30,29 @@ from .errors import (
     TruncatedRecordError,
     UnsafePathError,
 )
-from .example import (
+from .integrations import tfds
+from .integrations.arrow import read_arrow, read_table
+from .io.index import RecordIndex, build_index
+from .io.options import ReadOptions
+from .io.paths import expand_paths
+from .io.records import RecordWriter, count, infer_schema, read_batches, read_examples, read_records
+from .io.reports import FileReport, ReadReport
+from .io.verify import repair, verify
+from .pipeline.dataset import (
+    AUTOTUNE,
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Dataset,
+    DatasetIterator,
+)
+from .schema.example import (
     decode_example,
     decode_sequence_example,
     encode_example,
     encode_examples,
     encode_sequence_example,
 )
-from .index import RecordIndex, build_index
-from .indexed import IndexedDataset
-from .manifest import Manifest, ShardInfo
-from .options import ReadOptions
-from .records import (
-    RecordWriter,
-    count,
-    infer_schema,
-    read_batches,
-    read_examples,
-    read_records,
-)
-from .reports import FileReport, ReadReport
-from .schema import (
+from .schema.features import (
     FixedLen,
     FixedLenSequence,
     Ragged,
@@ -68,9 +64,10 @@ from .schema import (
     parse_example,
     parse_examples,
 )
-from .sequence import parse_sequence_example, parse_single_sequence_example
-from .verify import repair, verify
-from .writer import write_dataset
+from .schema.guess import SchemaGuess
+from .schema.sequence import parse_sequence_example, parse_single_sequence_example
+
+_alias_moved_modules(__name__)
 
 if "pandas" in _sys.modules:
     register_pandas_accessor()
@@ -148,5 +145,5 @@ def __getattr__(name: str) -> object:
     if name == "ray":
         import importlib
 
-        return importlib.import_module(".ray", __name__)
+        return importlib.import_module(".integrations.ray", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

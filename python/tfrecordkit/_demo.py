@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .example import encode_example
-from .records import RecordWriter, count, read_records
-from .schema import FixedLen, Schema, parse_examples
-from .verify import verify
+from .io.records import RecordWriter, count, read_records
+from .io.verify import verify
+from .schema.example import encode_example
+from .schema.features import FixedLen, Schema, parse_examples
 
 STRINGS = np.array([b"cat", b"dog", b"chicken", b"horse", b"goat"])
 SCHEMA = Schema(

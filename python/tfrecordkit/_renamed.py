@@ -1,8 +1,14 @@
-"""Arguments that were renamed: the old spelling keeps working, with a warning."""
+"""Arguments and modules that were renamed: the old spelling keeps working, with a
+warning."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
 import warnings
+from types import ModuleType
 from typing import Any
 
 
@@ -16,3 +22,62 @@ def renamed(call: str, now: str, value: Any, before: str, old: Any, why: str) ->
         raise TypeError(f"{call}() takes {now}=, not also {before}=")
     warnings.warn(f"{call}({before}=) is now {call}({now}=): {why}", DeprecationWarning, 3)
     return old
+
+
+#: Modules that moved into the concept packages: old name → new name, relative to the
+#: package. (``verify`` is not among them: importing a module by that name would replace
+#: the function ``tfr.verify``.)
+MOVED_MODULES = {
+    "records": "io.records",
+    "options": "io.options",
+    "reports": "io.reports",
+    "index": "io.index",
+    "tensors": "schema.values",
+    "sequence": "schema.sequence",
+    "example": "schema.example",
+    "arrow_layout": "schema.arrow",
+    "table": "schema.columns",
+    "dataset": "pipeline.dataset",
+    "writer": "datasets.writer",
+    "commit": "datasets.commit",
+    "manifest": "datasets.manifest",
+    "indexed": "datasets.random_access",
+    "arrow": "integrations.arrow",
+    "ray": "integrations.ray",
+    "tfds": "integrations.tfds",
+    "beam": "integrations.beam",
+    "adapters": "integrations",
+    "adapters.torch": "integrations.torch",
+    "adapters.jax": "integrations.jax",
+    "adapters.tf": "integrations.tf",
+    "adapters.arrow": "integrations.arrow_batches",
+}
+
+
+class _MovedModule(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports a module by its old name as the module it became, with a warning."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        old = fullname.removeprefix(f"{self.package}.")
+        if old == fullname or old not in MOVED_MODULES:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: Any) -> ModuleType:
+        old = spec.name.removeprefix(f"{self.package}.")
+        new = f"{self.package}.{MOVED_MODULES[old]}"
+        warnings.warn(f"{spec.name} is now {new}", DeprecationWarning, 2)
+        return importlib.import_module(new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass
+
+
+def alias_moved_modules(package: str) -> None:
+    """Lets the old names of ``package``'s moved modules be imported (deprecated)."""
+    if not any(isinstance(f, _MovedModule) for f in sys.meta_path):
+        # First: a moved package's old name must not reach its new directory.
+        sys.meta_path.insert(0, _MovedModule(package))

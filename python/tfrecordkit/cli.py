@@ -18,10 +18,10 @@ import click
 import numpy as np
 
 from .errors import ExampleDecodeError, TFRecordError
-from .example import decode_example
-from .records import count as count_records
-from .records import read_records
-from .verify import verify as verify_files
+from .io.records import count as count_records
+from .io.records import read_records
+from .io.verify import verify as verify_files
+from .schema.example import decode_example
 
 COMPRESSION = click.option(
     "--compression",
@@ -188,7 +188,7 @@ def _c(compression: str) -> str | None:
 @COMPRESSION
 def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
     """Count the records in PATHS (files or glob patterns)."""
-    from ._paths import expand_paths
+    from .io.paths import expand_paths
 
     try:
         files = expand_paths(list(paths), storage_options=_so())
@@ -263,7 +263,7 @@ def _verify_total(reports: list[Any]) -> str:
 @COMPRESSION
 def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str) -> None:
     """Guess the schema of the Examples in PATHS from a sample of them."""
-    from .records import infer_schema
+    from .io.records import infer_schema
 
     try:
         guessed = infer_schema(
@@ -292,8 +292,8 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
 @click.argument("paths", nargs=-1, required=True)
 def index(paths: tuple[str, ...]) -> None:
     """Write a FILE.idx sidecar (offset length per record) for each uncompressed file."""
-    from ._paths import expand_paths
-    from .index import build_index
+    from .io.index import build_index
+    from .io.paths import expand_paths
 
     failed = False
     try:
@@ -325,8 +325,8 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     Skips damaged records, resynchronizes past damaged headers, drops a torn tail, and
     reports what was lost. Exits 0 when SRC was intact, 1 when something was lost.
     """
-    from .verify import _same
-    from .verify import repair as repair_file
+    from .io.verify import _same
+    from .io.verify import repair as repair_file
 
     if _same(src, output):
         raise click.BadParameter(
@@ -508,8 +508,8 @@ def reshard(
     Merges many files into few, splits few into many, and recompresses; record order is
     kept. Writes a manifest and index sidecars; nothing appears until all shards are done.
     """
-    from ._paths import expand_paths
-    from .writer import write_dataset
+    from .datasets.writer import write_dataset
+    from .io.paths import expand_paths
 
     try:
         files = expand_paths(list(inputs), storage_options=_so())

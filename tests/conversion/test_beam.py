@@ -8,7 +8,7 @@ import apache_beam as beam
 import numpy as np
 import tfrecordkit as tfr
 from apache_beam.testing.util import assert_that, equal_to
-from tfrecordkit.beam import ReadExamples, WriteExamples
+from tfrecordkit.integrations.beam import ReadExamples, WriteExamples
 
 
 def records(path):

@@ -74,7 +74,7 @@ def test_failed_remote_write_uploads_nothing(bucket):
 def test_remote_shards_are_uploaded_as_they_finish(bucket, tmp_path, monkeypatch):
     import tempfile
 
-    from tfrecordkit import writer
+    from tfrecordkit.datasets import writer
 
     fs, root = bucket
     stage = tmp_path / "stage"

@@ -264,7 +264,7 @@ def test_hosts_sized_collection_of_records(tmp_path, ds):
 def test_hosts_with_skipped_items_keeps_every_record(tmp_path, ds):
     # Items that turned out to hold nothing (conversion's rows whose image would not load)
     # keep their places in the runs: the shard bounds still add up to len(data).
-    from tfrecordkit.writer import SKIPPED
+    from tfrecordkit.datasets.writer import SKIPPED
 
     recs = [b"r" * 4000 if i % 5 else SKIPPED for i in range(12 * MiB // 4016)]
     m = ds.write(recs, tmp_path / "hk", hosts=1)
@@ -281,7 +281,7 @@ def test_hosts_unsized_iterable_without_num_shards_refused(tmp_path, ds):
 
 
 def test_shard_re_matches_every_written_name(tmp_path, ds):
-    from tfrecordkit.manifest import SHARD_RE
+    from tfrecordkit.datasets.manifest import SHARD_RE
 
     for comp in (None, "gzip", "zlib"):
         m = ds.write({"i": np.arange(4)}, tmp_path / f"x{comp}", num_shards=2, compression=comp)

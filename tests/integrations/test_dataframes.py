@@ -89,7 +89,7 @@ def test_write_dataset_streams_a_hugging_face_dataset_as_it_stands(tmp_path):
 
 
 def test_a_hugging_face_dataset_is_written_a_batch_at_a_time(tmp_path, monkeypatch):
-    from tfrecordkit import writer
+    from tfrecordkit.datasets import writer
 
     seen: list[int] = []
     encode = writer.encode_examples

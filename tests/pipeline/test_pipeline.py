@@ -561,7 +561,7 @@ def test_interleave_refuses_a_bad_num_parallel_calls(tmp_path):
 
 
 def test_a_parallel_map_hands_items_over_in_chunks_and_keeps_their_order():
-    from tfrecordkit._stages import chunked_map
+    from tfrecordkit.pipeline.python_stages import chunked_map
 
     seen_threads = set()
 
@@ -583,7 +583,7 @@ def test_a_parallel_map_hands_items_over_in_chunks_and_keeps_their_order():
 
 
 def test_an_autotuned_map_runs_cheap_functions_serially_and_slow_ones_on_threads(monkeypatch):
-    from tfrecordkit import _stages
+    from tfrecordkit.pipeline import python_stages as _stages
 
     monkeypatch.setattr(_stages, "PROBE_SECONDS", 0.02)
     monkeypatch.setattr(_stages, "KEEP_SECONDS", 0.05)

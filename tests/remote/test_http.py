@@ -7,7 +7,7 @@ import aiohttp
 import numpy as np
 import pytest
 import tfrecordkit as tfr
-from tfrecordkit._paths import REMOTE_BLOCK
+from tfrecordkit.io.paths import REMOTE_BLOCK
 
 
 @pytest.fixture

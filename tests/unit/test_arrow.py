@@ -398,7 +398,7 @@ def test_a_pipeline_of_sequence_examples_points_to_read_arrow(tmp_path):
 
 
 def test_row_splits_become_list_offsets_without_a_copy():
-    from tfrecordkit.arrow_layout import list_array
+    from tfrecordkit.schema.arrow import list_array
 
     splits = np.array([0, 2, 2, 5], dtype=np.int64)
     column = list_array(pa, splits, pa.array(np.arange(5)))

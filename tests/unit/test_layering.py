@@ -105,8 +105,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read():
     # The checks below mean something only if imports are found at all.
-    assert "tfrecordkit.records" in GRAPH["tfrecordkit.dataset"]
-    assert "tfrecordkit._paths" in GRAPH["tfrecordkit.records"]
+    assert "tfrecordkit.io.records" in GRAPH["tfrecordkit.pipeline.dataset"]
+    assert "tfrecordkit.io.paths" in GRAPH["tfrecordkit.io.records"]
     assert len(GRAPH) >= 25
 
 
@@ -120,26 +120,30 @@ def test_the_cycle_finder_finds_cycles():
 
 LEAVES = {
     "tfrecordkit.errors": set(),
-    "tfrecordkit._paths": {"tfrecordkit.errors"},
-    "tfrecordkit._policy": {"tfrecordkit.errors"},
-    "tfrecordkit.reports": {"tfrecordkit.errors"},
-    "tfrecordkit.tensors": set(),
-    "tfrecordkit.schema": {"tfrecordkit.errors", "tfrecordkit._core", "tfrecordkit.tensors"},
-    "tfrecordkit.manifest": {
-        "tfrecordkit._core",
-        "tfrecordkit._paths",
+    "tfrecordkit.io.paths": {"tfrecordkit.errors"},
+    "tfrecordkit.io.policy": {"tfrecordkit.errors"},
+    "tfrecordkit.io.reports": {"tfrecordkit.errors"},
+    "tfrecordkit.schema.values": set(),
+    "tfrecordkit.schema.features": {
         "tfrecordkit.errors",
-        "tfrecordkit.schema",
+        "tfrecordkit._core",
+        "tfrecordkit.schema.values",
     },
-    "tfrecordkit._elements": {"tfrecordkit.tensors"},
-    "tfrecordkit.options": {
-        "tfrecordkit._paths",
-        "tfrecordkit._policy",
-        "tfrecordkit.reports",
+    "tfrecordkit.datasets.manifest": {
+        "tfrecordkit._core",
+        "tfrecordkit.io.paths",
+        "tfrecordkit.errors",
+        "tfrecordkit.schema.features",
     },
-    "tfrecordkit._guess": {"tfrecordkit.errors", "tfrecordkit.schema"},
-    "tfrecordkit._tfds_features": {"tfrecordkit.schema"},
-    "tfrecordkit.arrow_layout": {"tfrecordkit.errors", "tfrecordkit.schema"},
+    "tfrecordkit.pipeline.cache_format": {"tfrecordkit.schema.values"},
+    "tfrecordkit.io.options": {
+        "tfrecordkit.io.paths",
+        "tfrecordkit.io.policy",
+        "tfrecordkit.io.reports",
+    },
+    "tfrecordkit.schema.guess": {"tfrecordkit.errors", "tfrecordkit.schema.features"},
+    "tfrecordkit.integrations.tfds_features": {"tfrecordkit.schema.features"},
+    "tfrecordkit.schema.arrow": {"tfrecordkit.errors", "tfrecordkit.schema.features"},
 }
 
 
@@ -149,7 +153,8 @@ def test_leaves_import_only_leaves(module):
 
 
 @pytest.mark.parametrize(
-    "module", sorted(m for m in MODULES if m.startswith("tfrecordkit.adapters."))
+    "module",
+    [f"tfrecordkit.integrations.{name}" for name in ("torch", "jax", "tf", "arrow_batches")],
 )
 def test_adapters_use_the_public_dataset_api(module):
     tree = ast.parse(MODULES[module].read_text())
@@ -162,7 +167,7 @@ def test_adapters_use_the_public_dataset_api(module):
         and not (isinstance(node.value, ast.Name) and node.value.id == "self")
     ]
     assert private == []
-    assert "tfrecordkit._plan" not in GRAPH[module]
+    assert "tfrecordkit.pipeline.plan" not in GRAPH[module]
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -16,9 +16,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .. import tfds as tfds_lib
-from .._paths import expand_paths, join, read_bytes
 from .._renamed import renamed
+from ..integrations import tfds as tfds_lib
+from ..io.paths import expand_paths, join, read_bytes
 from .local import contact_sheet, convert_locally, load
 from .rows import SPLITS, ConversionSummary, Job, check_roles, read_table
 

@@ -1,6 +1,6 @@
 """``tfr.convert`` on an Apache Beam runner: the same Examples as the local runner, made in
 ``DoFn``s; the label vocabulary is a combine over TRAIN; shards go through Beam's
-temp-then-rename sink (:class:`tfrecordkit.beam.WriteExamples`)."""
+temp-then-rename sink (:class:`tfrecordkit.integrations.beam.WriteExamples`)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from .. import _core
-from .._paths import is_url, join
-from ..beam import WriteExamples
-from ..example import encode_example
-from ..index import build_index
-from ..manifest import Manifest, ShardInfo, existing_files, manifest_path
-from ..records import count, infer_schema
+from ..datasets.manifest import Manifest, ShardInfo, existing_files, manifest_path
+from ..integrations.beam import WriteExamples
+from ..io.index import build_index
+from ..io.paths import is_url, join
+from ..io.records import count, infer_schema
+from ..schema.example import encode_example
 from .rows import (
     SPLITS,
     ConversionSummary,

@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import tfds
-from .._paths import StorageOptions, exists, is_url, join, read_bytes, remove, write_file
-from .._stages import ordered_map
-from ..dataset import Dataset
-from ..example import decode_example
-from ..manifest import Manifest
-from ..records import read_records
-from ..schema import Schema
-from ..writer import SKIPPED, Progress, write_dataset
+from ..datasets.manifest import Manifest
+from ..datasets.writer import SKIPPED, Progress, write_dataset
+from ..integrations import tfds
+from ..io.paths import StorageOptions, exists, is_url, join, read_bytes, remove, write_file
+from ..io.records import read_records
+from ..pipeline.dataset import Dataset
+from ..pipeline.python_stages import ordered_map
+from ..schema.example import decode_example
+from ..schema.features import Schema
 from .rows import (
     SPLITS,
     ConversionSummary,

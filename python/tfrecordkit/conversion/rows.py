@@ -15,15 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._paths import (
-    StorageOptions,
-    filesystem,
-    is_url,
-    join,
-    open_text,
-    read_bytes,
-    write_file,
-)
+from ..io.paths import StorageOptions, filesystem, is_url, join, open_text, read_bytes, write_file
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
 ROLES = ("split", "image_uri", "label", "integer", "float", "string")

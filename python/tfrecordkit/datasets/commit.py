@@ -1,0 +1,198 @@
+"""The one way a dataset is committed, whoever writes it (``write_dataset``, ``reshard``,
+``repair``, ``convert``, ``tfr.ray.Sink``): claim the prefix, write the parts under
+temporary names, then give them all their final names or remove them all, write the
+manifest, and clean up what the previous dataset left."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+from typing import Any
+
+from .. import _core
+from ..io.paths import CLAIM_SUFFIX, StorageOptions, filesystem, is_url, remove, write_file
+from ..schema.features import Schema
+from .manifest import (
+    SHARD_GLOB,
+    Manifest,
+    ShardInfo,
+    existing_files,
+    index_sidecar,
+    manifest_path,
+    shard_name,
+)
+
+__all__ = ["DatasetCommit"]
+
+
+class DatasetCommit:
+    """One dataset at ``prefix`` (a path or a URL prefix), committed all or nothing.
+
+    :meth:`begin` claims the prefix (on object stores, by an exclusive create of
+    ``{prefix}.writing``) and refuses an existing dataset unless ``overwrite``; the writer
+    then writes its parts under temporary names (each part a ``RecordWriter.finish()``
+    info: ``data``, ``index``, ``records``, ``bytes``, ``crc32c``); :meth:`commit` gives
+    them their final names ``{prefix}-SSSSS-of-NNNNN`` in order, or none of them, saves the
+    manifest, and removes what is left of the previous dataset; :meth:`release` lets go of
+    the claim. Used as a context manager, ``begin`` and ``release`` come with it.
+
+    >>> with DatasetCommit("out/train", compression=None, index=False) as c:  # doctest: +SKIP
+    ...     manifest = c.commit(parts, schema)
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        *,
+        compression: str | None,
+        index: bool,
+        overwrite: bool = False,
+        storage_options: StorageOptions = None,
+    ) -> None:
+        self.url = is_url(prefix)
+        self.prefix = prefix
+        self.compression = compression
+        self.index = index
+        self.overwrite = overwrite
+        self.storage_options = storage_options
+        self.previous: list[str] = []
+        self.claimed = False
+
+    def __enter__(self) -> DatasetCommit:
+        self.begin()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    @property
+    def directory(self) -> str:
+        """The prefix's directory, with its separator."""
+        sep = "/" if self.url else os.sep
+        head, _, _ = self.prefix.rpartition(sep)
+        return head + sep if head else ""
+
+    @property
+    def stem(self) -> str:
+        return self.prefix[len(self.directory) :]
+
+    def begin(self) -> None:
+        """Claims the prefix, and refuses a dataset already there unless ``overwrite``."""
+        if self.url:
+            _claim(self.prefix, self.storage_options, self.overwrite)
+            self.claimed = True
+        else:
+            os.makedirs(os.path.dirname(os.path.abspath(self.prefix)), exist_ok=True)
+        self.previous = self._existing()
+        if self.previous and not self.overwrite:
+            self.release()
+            raise FileExistsError(
+                errno.EEXIST,
+                "a dataset already exists here; pass overwrite=True to replace it",
+                self.previous[0],
+            )
+
+    def commit(self, parts: list[dict[str, Any]], schema: Schema | None) -> Manifest:
+        """Gives ``parts`` their final names, in order, then saves the manifest: all or
+        nothing (a failure removes the shards already moved, and the parts). Without
+        ``overwrite`` a dataset that another writer finished here meanwhile stays whole:
+        ``FileExistsError``. Returns the manifest."""
+        shards = self._move(parts)
+        manifest = Manifest(
+            prefix=self.stem,
+            shards=shards,
+            compression=self.compression,
+            schema=schema,
+            index=self.index,
+            path=manifest_path(self.prefix),
+        )
+        final = [self.directory + s.file for s in shards]
+        final += [index_sidecar(f, self.compression) for f in final if self.index]
+        try:
+            manifest.save(replace=self.overwrite, storage_options=self.storage_options)
+        except BaseException:
+            for path in final:
+                remove(path, self.storage_options)
+            raise
+        kept = {self._key(p) for p in [*final, manifest.path]}
+        for stale in self.previous:
+            if self._key(stale) not in kept:
+                remove(stale, self.storage_options)
+        return manifest
+
+    def abort(self, parts: list[dict[str, Any]]) -> None:
+        """Removes parts written under temporary names."""
+        for info in parts:
+            remove(info["data"], self.storage_options)
+            remove(info["index"], self.storage_options)
+
+    def release(self) -> None:
+        """Lets go of the claim on the prefix (object stores)."""
+        if self.claimed:
+            remove(self.prefix + CLAIM_SUFFIX, self.storage_options)
+            self.claimed = False
+
+    # -- internals -------------------------------------------------------------------
+
+    def _key(self, path: str) -> str:
+        return path if self.url else os.path.abspath(path)
+
+    def _existing(self) -> list[str]:
+        if not self.url:
+            return existing_files(self.prefix)
+        fs, path = filesystem(self.prefix, "writing to", self.storage_options)
+        found = sorted(fs.glob(f"{path}{SHARD_GLOB}"))
+        found += [p for p in (manifest_path(path),) if fs.exists(p)]
+        return [self.directory + p.rsplit("/", 1)[-1] for p in found]
+
+    def _move(self, parts: list[dict[str, Any]]) -> list[ShardInfo]:
+        """Moves every part (and its index sidecar) to its final name, in order; on a
+        failure, removes what was moved and the parts not yet moved."""
+        n = len(parts)
+        shards: list[ShardInfo] = []
+        moved: list[str] = []
+        try:
+            for i, info in enumerate(parts):
+                final = shard_name(self.prefix, i, n, self.compression)
+                sidecar = index_sidecar(final, self.compression) if info["index"] else None
+                if self.url:
+                    fs, _ = filesystem(self.prefix, "writing to", self.storage_options)
+                    for source, target in [(info["data"], final), (info["index"], sidecar)]:
+                        if source is None or target is None:
+                            continue
+                        fs.mv(self._inner(source), self._inner(target))
+                        moved.append(target)
+                else:
+                    # Without overwrite, a name another writer took meanwhile fails here.
+                    _core.commit_shard(info["data"], final, info["index"], sidecar, self.overwrite)
+                    moved += [final] + ([sidecar] if sidecar else [])
+                name = final[len(self.directory) :]
+                crc = f"{info['crc32c']:08x}"
+                shards.append(ShardInfo(name, info["records"], info["bytes"], crc))
+        except BaseException:
+            for path in moved:
+                remove(path, self.storage_options)
+            self.abort(parts[len(shards) :])
+            raise
+        return shards
+
+    def _inner(self, url: str) -> str:
+        return filesystem(url, "writing to", self.storage_options)[1]
+
+
+def _claim(url_prefix: str, options: StorageOptions, overwrite: bool) -> None:
+    """Claims a URL prefix for one writer, by an exclusive create of ``{prefix}.writing``
+    (a note of who holds it): ``FileExistsError`` when another writer holds it, unless
+    ``overwrite`` (which clears a claim a killed writer left)."""
+    note = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
+    try:
+        write_file(url_prefix + CLAIM_SUFFIX, note, options, replace=overwrite)
+    except FileExistsError:
+        raise FileExistsError(
+            errno.EEXIST,
+            "another writer is writing a dataset here (if it was killed, remove this "
+            "claim or pass overwrite=True)",
+            url_prefix + CLAIM_SUFFIX,
+        ) from None

@@ -1,0 +1,519 @@
+"""Writing whole datasets: sharded, parallel, atomic, indexed, with a manifest."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+import uuid
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from ..errors import SchemaError
+from ..io.paths import StorageOptions, is_url, remove, upload
+from ..io.records import SEEKABLE_MEMBER_BYTES
+from ..schema.columns import as_table
+from ..schema.example import decode_example, encode_example, encode_examples
+from ..schema.features import Schema
+from ..schema.guess import SchemaGuess
+from .commit import DatasetCommit
+from .manifest import Manifest, shard_name
+
+__all__ = ["parse_size", "write_dataset"]
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1e3,
+    "kb": 1e3,
+    "kib": 2**10,
+    "m": 1e6,
+    "mb": 1e6,
+    "mib": 2**20,
+    "g": 1e9,
+    "gb": 1e9,
+    "gib": 2**30,
+    "t": 1e12,
+    "tb": 1e12,
+    "tib": 2**40,
+}
+# "Large enough" for ten files per host: no shard is made smaller than this to reach that count.
+_MIN_SHARD_BYTES = 1 << 20
+_CHUNK_ROWS = 65_536
+# Rows of an iterable of dicts looked at to describe its schema in the manifest.
+_INFER_ROWS = 1000
+#: An item of a sized iterable that turned out to hold nothing: it keeps its place in the
+#: contiguous runs that ``num_shards`` cuts, and writes no record (conversion yields it for
+#: a row whose image would not load).
+SKIPPED = object()
+
+
+def parse_size(size: int | str) -> int:
+    """``"128MiB"``, ``"100MB"``, ``"1.5GiB"`` or a number of bytes."""
+    if isinstance(size, (int, np.integer)):
+        value = int(size)
+    else:
+        m = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(size))
+        if not m or m.group(2).lower() not in _UNITS:
+            raise ValueError(f"cannot read {size!r} as a size such as '128MiB'")
+        value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise ValueError(f"size must be positive, not {size!r}")
+    return value
+
+
+class Progress:
+    """A tqdm bar on stderr when asked for and on a terminal, else nothing."""
+
+    def __init__(self, enabled: bool, total: int | None, desc: str, unit: str = "rows") -> None:
+        self.bar = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # pragma: no cover - tqdm is a dependency
+                return
+            self.bar = tqdm(total=total, desc=desc, unit=f" {unit}", disable=None, leave=False)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _Shards:
+    """Open shard writers under temporary names; all renamed together or all removed."""
+
+    def __init__(
+        self, prefix: str, compression: str | None, index: bool, member_bytes: int | None
+    ) -> None:
+        self.prefix = prefix
+        self.compression = compression
+        self.index = index
+        self.member_bytes = member_bytes
+        self.done: list[dict[str, Any]] = []
+        self.open: list[Any] = []
+
+    def new(self, i: int) -> Any:
+        # The name given here only shapes the temporary's name; the final name is given
+        # when the shard count is known.
+        w = _core.RecordWriter(
+            shard_name(self.prefix, i, 0, self.compression),
+            self.compression or "none",
+            None,
+            True,
+            self.index,
+            self.member_bytes,
+        )
+        self.open.append(w)
+        return w
+
+    def finish(self, w: Any) -> dict[str, Any]:
+        info = w.finish()
+        self.open.remove(w)
+        self.done.append(info)
+        return info
+
+    def abort(self) -> None:
+        for w in self.open:
+            w.abort()
+        for info in self.done:
+            remove(info["data"])
+            remove(info["index"])
+
+
+class _RemoteShards(_Shards):
+    """Shards for a URL prefix: each is written on local disk and uploaded, under a hidden
+    temporary name beside the prefix, as soon as it is finished, so local disk holds only
+    the shards being written (all of them only when an unsized stream is dealt
+    round-robin to a fixed ``num_shards``). The commit moves them to their final names."""
+
+    def __init__(
+        self,
+        url_prefix: str,
+        local_dir: str,
+        compression: str | None,
+        index: bool,
+        member_bytes: int | None,
+        options: StorageOptions,
+    ) -> None:
+        stem = url_prefix.rsplit("/", 1)[-1]
+        super().__init__(os.path.join(local_dir, stem), compression, index, member_bytes)
+        self.url_prefix, self.options = url_prefix, options
+        directory = url_prefix[: len(url_prefix) - len(stem)]
+        self.parts = f"{directory}.{stem}.part-{uuid.uuid4().hex[:12]}"
+        self.numbers = itertools.count()
+
+    def finish(self, w: Any) -> dict[str, Any]:
+        info = super().finish(w)
+        part = f"{self.parts}-{next(self.numbers):05d}"
+        local_data, local_index = info["data"], info["index"]
+        try:
+            upload(local_data, part, storage_options=self.options)
+            info["data"] = part
+            if local_index:
+                upload(local_index, part + ".idx", storage_options=self.options)
+                info["index"] = part + ".idx"
+        finally:
+            remove(local_data)
+            remove(local_index)
+        return info
+
+    def abort(self) -> None:
+        for w in self.open:
+            w.abort()
+        for info in self.done:
+            remove(info["data"], self.options)
+            remove(info["index"], self.options)
+
+
+def _plan_shards(
+    total_bytes: int, num_shards: int | None, max_bytes: int, hosts: int | None
+) -> int:
+    if num_shards is not None:
+        if num_shards < 1:
+            raise ValueError(f"num_shards must be at least 1, not {num_shards}")
+        return int(num_shards)
+    n = max(1, math.ceil(total_bytes / max_bytes))
+    if hosts:
+        enough = max(1, total_bytes // _MIN_SHARD_BYTES)
+        n = max(n, min(10 * int(hosts), enough))
+    return n
+
+
+def _write_remote(
+    url_prefix: str, data: Any, kwargs: dict[str, Any], options: StorageOptions
+) -> Manifest:
+    """Writes the dataset to a URL prefix: each shard uploaded under a temporary name as
+    it is finished, all moved to their final names at the end, the manifest last (see
+    :class:`~tfrecordkit.datasets.commit.DatasetCommit`).
+
+    Object stores cannot rename, so a writer first claims the prefix with an exclusive
+    create of ``{prefix}.writing`` (S3's conditional put): of two writers racing for one
+    prefix, one claims it and the other raises ``FileExistsError`` before uploading
+    anything. The manifest is put the same way, so a finished dataset is never replaced
+    without ``overwrite``. A dataset is complete once its manifest exists; a killed writer
+    leaves its claim, which ``overwrite=True`` (or removing it) clears.
+    """
+    import tempfile
+
+    with _commit_of(url_prefix, kwargs, options) as commit:
+        with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
+            shards = _RemoteShards(
+                url_prefix,
+                local,
+                kwargs["compression"],
+                kwargs["index"],
+                kwargs["member_bytes"],
+                options,
+            )
+            return _written(data, shards, kwargs, commit)
+
+
+def _commit_of(prefix: str, kwargs: dict[str, Any], options: StorageOptions) -> DatasetCommit:
+    return DatasetCommit(
+        prefix,
+        compression=kwargs["compression"],
+        index=kwargs["index"],
+        overwrite=kwargs["overwrite"],
+        storage_options=options,
+    )
+
+
+def _written(data: Any, shards: _Shards, kwargs: dict[str, Any], commit: DatasetCommit) -> Manifest:
+    """Writes ``data`` to ``shards`` and commits them with their manifest. Any error
+    (Ctrl-C included) removes every shard."""
+    try:
+        infos, schema = _write_all(data, shards, kwargs)
+    except BaseException:
+        shards.abort()
+        raise
+    return commit.commit(infos, schema)
+
+
+def _write_all(data: Any, shards: _Shards, kwargs: dict[str, Any]) -> tuple[list[Any], Any]:
+    """Writes ``data`` (any kind ``write_dataset`` takes) to ``shards``: the finished
+    shards' infos, in order, and the schema of what was written (when known)."""
+    data = _arrow_source(data)
+    common = (
+        kwargs["schema"],
+        kwargs["num_shards"],
+        kwargs["max_shard_bytes"],
+        kwargs["hosts"],
+    )
+    if _is_arrow_stream(data):
+        return _write_arrow_stream(data, shards, *common, kwargs["progress"])
+    if _is_table(data):
+        return _write_table(data, shards, *common, kwargs["workers"], kwargs["progress"])
+    return _write_stream(data, shards, *common, kwargs["progress"])
+
+
+def write_dataset(
+    data: Any,
+    prefix: str | os.PathLike[str],
+    *,
+    num_shards: int | None = None,
+    max_shard_bytes: int | str = "128MiB",
+    hosts: int | None = None,
+    compression: str | None = None,
+    schema: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    index: bool = True,
+    overwrite: bool = False,
+    progress: bool = True,
+    seekable: bool = False,
+    storage_options: StorageOptions = None,
+) -> Manifest:
+    """Writes ``data`` as TFRecord shards ``{prefix}-SSSSS-of-NNNNN.tfrecord`` and a manifest.
+
+    ``data`` is a dict of NumPy columns, a pandas DataFrame, a pyarrow Table, a Polars
+    DataFrame, a ``pyarrow.RecordBatchReader``, ``pyarrow.dataset.Dataset`` or Hugging Face
+    ``datasets.Dataset`` (streamed a record batch at a time), an iterable of dicts (one
+    Example per dict), or an iterable of already-serialized records (bytes).
+    Columns become features by dtype (see :func:`tfrecordkit.encode_examples`); ``schema``
+    overrides the dtypes inferred. Tables are encoded and written on native threads,
+    ``workers`` (default: all cores) shards at a time, with no Python object per row;
+    ``workers=1`` uses one thread.
+
+    Shards: ``num_shards`` fixed, or as many as keep each under ``max_shard_bytes`` and, given
+    ``hosts`` (reading machines), at least ten per host when the data is large enough.
+    Table rows (and sized iterables) are split into contiguous runs; unsized iterables are
+    dealt round-robin across a fixed ``num_shards``, or fill one shard after another.
+
+    Every shard is written under a temporary name and renamed only when all are complete
+    and synced; any error (disk full, Ctrl-C) removes the temporaries and leaves no final
+    file. An existing dataset at ``prefix`` is refused unless ``overwrite=True``. A URL
+    prefix (``s3://``, ``gs://``, ``memory://``, any fsspec filesystem) gets each shard
+    uploaded under a temporary name as soon as it is written (local disk holds only the
+    shards in progress), moved to its final name at the end, and the manifest last: there,
+    a dataset is complete once its manifest exists, since object stores cannot rename
+    atomically; ``storage_options`` (credentials, an endpoint) go to its filesystem.
+    ``index=True`` writes ``.idx`` sidecars for uncompressed shards; with
+    ``compression="gzip", seekable=True`` shards are written as gzip members of whole records
+    (ordinary GZIP to TensorFlow) indexed by ``.gzi`` sidecars, for random access. Returns
+    the :class:`Manifest`, also saved as ``{prefix}.manifest.json``.
+
+    >>> columns = {"x": np.arange(1000)}
+    >>> manifest = write_dataset(columns, "out/train", num_shards=4)  # doctest: +SKIP
+    >>> manifest.records  # doctest: +SKIP
+    1000
+    """
+    prefix = os.fspath(prefix)
+    if compression not in (None, "gzip", "zlib"):
+        raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
+    if seekable and compression != "gzip":
+        raise ValueError('seekable=True needs compression="gzip"')
+    kwargs: dict[str, Any] = {
+        "num_shards": num_shards,
+        "max_shard_bytes": parse_size(max_shard_bytes),
+        "hosts": hosts,
+        "compression": compression,
+        "schema": schema,
+        "workers": workers,
+        "index": bool(index) and (compression is None or seekable),
+        "member_bytes": SEEKABLE_MEMBER_BYTES if seekable else None,
+        "overwrite": overwrite,
+        "progress": progress,
+    }
+    if is_url(prefix):
+        return _write_remote(prefix, data, kwargs, storage_options)
+    with _commit_of(prefix, kwargs, None) as commit:
+        shards = _Shards(prefix, compression, kwargs["index"], kwargs["member_bytes"])
+        return _written(data, shards, kwargs, commit)
+
+
+def _arrow_source(data: Any) -> Any:
+    """Polars frames as the Arrow tables they hold; a ``pyarrow.dataset.Dataset`` or a
+    Hugging Face ``datasets.Dataset`` as a stream of its record batches."""
+    module = type(data).__module__
+    if module.startswith("polars") and callable(getattr(data, "to_arrow", None)):
+        return data.to_arrow()
+    if module.startswith("datasets.arrow_dataset"):
+        import pyarrow as pa
+
+        # Its rows as they are now (after select, shuffle, filter), a batch at a time.
+        tables = data.with_format("arrow").iter(batch_size=_CHUNK_ROWS)
+        batches = (b for t in tables for b in t.to_batches())
+        return pa.RecordBatchReader.from_batches(data.features.arrow_schema, batches)
+    if module.startswith("pyarrow"):
+        import pyarrow as pa
+        import pyarrow.dataset as pads
+
+        if isinstance(data, pads.Dataset):
+            return pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
+    return data
+
+
+def _is_arrow_stream(data: Any) -> bool:
+    return type(data).__name__ == "RecordBatchReader" and type(data).__module__.startswith(
+        "pyarrow"
+    )
+
+
+def _write_arrow_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
+    """Writes a ``pyarrow.RecordBatchReader`` a record batch at a time: each batch is
+    encoded natively and streamed to the shards, so memory holds one batch."""
+    first: list[Any] = []
+
+    def records() -> Iterator[bytes]:
+        for batch in data:
+            if not first:
+                first.append(as_table(batch, schema).schema())
+            yield from encode_examples(batch, schema)
+
+    infos, _ = _write_stream(records(), shards, None, num_shards, max_bytes, hosts, progress)
+    return infos, first[0] if first else None
+
+
+def _is_table(data: Any) -> bool:
+    return type(data).__module__.startswith(("pandas", "pyarrow")) or isinstance(data, Mapping)
+
+
+def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, progress):
+    table = as_table(data, schema)
+    native = table.native()
+    if num_shards is not None:
+        # Contiguous runs of equal row counts.
+        n = _plan_shards(0, num_shards, max_bytes, hosts)
+        bounds = [table.rows * k // n for k in range(n + 1)]
+    else:
+        # Contiguous runs of about equal bytes.
+        sizes = _core.framed_row_sizes(native)
+        cumulative = np.cumsum(sizes, dtype=np.uint64)
+        total = int(cumulative[-1]) if table.rows else 0
+        n = min(_plan_shards(total, None, max_bytes, hosts), max(1, table.rows))
+        targets = [total * k / n for k in range(1, n)]
+        cuts = (int(np.searchsorted(cumulative, t, side="right")) for t in targets)
+        # A row larger than the limit can make cuts coincide; never write an empty shard.
+        bounds = sorted({0, *cuts, table.rows}) if table.rows else [0, 0]
+        n = len(bounds) - 1
+    threads = max(1, workers or os.cpu_count() or 1)
+    workers = min(threads, n)
+    # Shards are written side by side; a shard's rows are split across threads only when
+    # there are fewer shards than threads to keep busy.
+    within = workers < threads
+    bar = Progress(progress, table.rows, "writing")
+
+    def write(k: int) -> dict[str, Any]:
+        w = shards.new(k)
+        start, end = bounds[k], bounds[k + 1]
+        for a in range(start, end, _CHUNK_ROWS):
+            b = min(a + _CHUNK_ROWS, end)
+            w.write_columns(native, a, b, within)
+            bar.update(b - a)
+        return shards.finish(w)
+
+    try:
+        if workers == 1:
+            infos = [write(k) for k in range(n)]
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                infos = list(pool.map(write, range(n)))
+    finally:
+        bar.close()
+    return infos, table.schema()
+
+
+def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
+    if isinstance(data, (bytes, str)):
+        raise TypeError("data must be a table or an iterable of rows or records, not a string")
+    if hosts is not None and num_shards is None and not hasattr(data, "__len__"):
+        raise ValueError(
+            "hosts needs the data's size up front: pass a table or a sized collection, "
+            "or choose num_shards"
+        )
+    total = len(data) if hasattr(data, "__len__") else None
+    bar = Progress(progress, total, "writing")
+    guess: SchemaGuess | None = SchemaGuess()
+    kinds: set[str] = set()
+    rows = 0
+
+    def records() -> Iterator[Any]:
+        nonlocal rows, guess
+        for item in data:
+            if item is SKIPPED:
+                yield item
+                continue
+            if isinstance(item, (bytes, bytearray, memoryview)):
+                kinds.add("bytes")
+                record = bytes(item)
+            elif isinstance(item, Mapping):
+                kinds.add("rows")
+                present = {k: v for k, v in item.items() if v is not None}
+                record = encode_example(present)
+                if guess is not None and rows < _INFER_ROWS:
+                    try:
+                        guess.add(decode_example(record))
+                    except SchemaError:
+                        guess = None  # features of mixed types: no schema to record
+            else:
+                raise TypeError(
+                    f"rows must be dicts or serialized records (bytes), not {type(item).__name__}"
+                )
+            rows += 1
+            bar.update(1)
+            yield record
+
+    infos: list[dict[str, Any]] = []
+    try:
+        if total is not None and (num_shards is not None or hosts is not None):
+            stream: Iterator[Any] = records()
+            if num_shards is None:
+                # Enough shards for the hosts needs the size: the collection is in memory
+                # already, so its records can be too.
+                # Skipped items stay: they keep their places in the runs cut below.
+                held = list(stream)
+                kept = [r for r in held if r is not SKIPPED]
+                num_shards = _plan_shards(sum(len(r) + 16 for r in kept), None, max_bytes, hosts)
+                num_shards = min(num_shards, max(1, len(kept)))
+                stream = iter(held)
+            # Contiguous runs of a known number of records.
+            n = _plan_shards(0, num_shards, max_bytes, None)
+            bounds = [total * k // n for k in range(n + 1)]
+            for k in range(n):
+                w = shards.new(k)
+                for _ in range(bounds[k + 1] - bounds[k]):
+                    record = next(stream, None)
+                    if record is None:
+                        raise ValueError("the data yielded fewer items than its len() said")
+                    if record is not SKIPPED:
+                        w.write(record)
+                infos.append(shards.finish(w))
+            for _ in stream:
+                raise ValueError("the data yielded more items than its len() said")
+        elif num_shards is not None:
+            writers = [shards.new(k) for k in range(_plan_shards(0, num_shards, max_bytes, None))]
+            written = (r for r in records() if r is not SKIPPED)
+            for i, record in enumerate(written):
+                writers[i % len(writers)].write(record)
+            infos = [shards.finish(w) for w in writers]
+        else:
+            w, filled = None, 0
+            for record in records():
+                if record is SKIPPED:
+                    continue
+                if w is None or filled >= max_bytes:
+                    if w is not None:
+                        infos.append(shards.finish(w))
+                    w, filled = shards.new(len(infos)), 0
+                w.write(record)
+                filled += len(record) + 16
+            if w is None:
+                w = shards.new(0)
+            infos.append(shards.finish(w))
+    finally:
+        bar.close()
+    if schema is not None:
+        out_schema = Schema(schema)
+    elif kinds == {"rows"}:
+        out_schema = guess.schema() if guess is not None else None
+    else:
+        out_schema = None
+    return infos, out_schema

@@ -1,0 +1,291 @@
+"""TFRecords of Examples and SequenceExamples as Apache Arrow record batches, for Polars,
+DuckDB, pandas and the rest of the Arrow world.
+
+Parsed columns become Arrow arrays without copies where the layouts agree: int64 and
+float32 columns are primitive arrays over the parsed buffers, row splits are list
+offsets, and bytes columns come from the parser as Arrow's binary layout (values back to
+back, and their offsets) rather than as Python objects. ``RaggedFeature`` and
+``SparseFeature`` columns are laid out from the columns they read, never through Python
+objects per row. :mod:`tfrecordkit.schema.arrow` lists the type of each kind of feature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from ..errors import SchemaError
+from ..io.options import ReadOptions
+from ..io.paths import Paths, StorageOptions
+from ..io.policy import OnError
+from ..io.records import _batches, _located, _open, infer_schema
+from ..io.reports import ReadReport
+from ..schema.arrow import (
+    arrow_type,
+    list_array,
+    nest_fixed_size,
+    ragged_array,
+    sparse_array,
+    values_array,
+    with_strings,
+)
+from ..schema.features import (
+    FixedLen,
+    FixedLenSequence,
+    RaggedFeature,
+    Schema,
+    SparseFeature,
+    VarLen,
+    _as_schema,
+)
+from ..schema.sequence import _list_columns, _ragged_steps, as_sequence_schema
+
+__all__ = ["read_arrow", "read_table"]
+
+# Batches of SequenceExamples (read as records, then parsed) hold at most this many bytes.
+_RECORD_BATCH_BYTES = 256 << 20
+
+
+def read_arrow(
+    paths: Paths,
+    schema: Schema | dict[str, Any] | None = None,
+    *,
+    batch_size: int = 65_536,
+    columns: Sequence[str] | None = None,
+    strings: bool = False,
+    sequence_schema: Schema | dict[str, Any] | None = None,
+    compression: str | None = "auto",
+    verify: bool = True,
+    on_error: OnError = "raise",
+    resync: bool = False,
+    max_record_bytes: int | None = None,
+    report: ReadReport | None = None,
+    storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
+) -> Any:
+    """The Examples of ``paths`` as a ``pyarrow.RecordBatchReader`` of up to
+    ``batch_size`` rows per batch, streamed: one batch in memory at a time.
+
+    ``schema`` is inferred from the first Examples when omitted (with the feature lists of
+    SequenceExamples); ``columns`` keeps some of its features. int64 and float32 values
+    stay ``int64`` / ``float32``, bytes become ``large_binary`` (``large_string`` with
+    ``strings=True``) at every level, and features become:
+
+    - ``FixedLen``: the value, or nested ``fixed_size_list``\\ s of its shape;
+    - ``VarLen``: ``large_list``;
+    - ``FixedLenSequence``: ``large_list`` of the row's own elements (``fixed_size_list``
+      of the element shape), not padded;
+    - ``RaggedFeature``: a ``large_list`` per ragged dimension (``fixed_size_list`` for a
+      ``UniformRowLength``), as ``tf.RaggedTensor.to_list()`` nests them;
+    - ``SparseFeature``: ``struct<indices: large_list<int64>, values: large_list<T>>``,
+      each Example's entries sorted by index (``indices_0``, ``indices_1`` ... for several
+      dimensions); the dense shape of every row is the feature's ``size``.
+
+    With ``sequence_schema`` the records are ``SequenceExample``\\ s: ``schema`` (may be
+    None) reads their context and ``sequence_schema`` their feature lists, one column per
+    list: ``FixedLenSequence`` a ``large_list`` of steps, ``VarLen`` a ``large_list`` of
+    steps of ``large_list``\\ s of values, ``RaggedFeature`` a ``large_list`` of steps,
+    each as above. A missing feature list has no steps.
+
+    Errors name the file, the record and the feature. The read options
+    (``compression``, ``verify``, ``on_error``, ``resync``, ``max_record_bytes``,
+    ``report``, ``storage_options``, or all of them as ``options``) are those of every
+    reader (see :class:`~tfrecordkit.ReadOptions`): with ``on_error="skip"`` a damaged
+    record is stepped over and the batches go on.
+
+    >>> table = read_arrow("train-*.tfrecord").read_all()  # doctest: +SKIP
+    >>> polars.from_arrow(table)  # doctest: +SKIP
+    """
+    import pyarrow as pa
+
+    o = ReadOptions.given(options, locals())
+    if schema is None and sequence_schema is None:
+        # Inferred from records read as the batches will be, counted once in the report.
+        schema = infer_schema(paths, options=o.replace(report=None))
+        sequence_schema = schema.sequence
+    context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
+    names = arrow_schema.names
+    kinds = {f.name: f.type for f in arrow_schema}
+    reader = _open(paths, o)
+    next_batch, arrays = _readers(pa, reader, context, lists, batch_size)
+
+    def batch(parsed: Any) -> Any:
+        built = dict(zip([*context, *(lists or ())], arrays(parsed), strict=True))
+        out = [with_strings(pa, k, built[k], kinds[k]) for k in names]
+        return pa.RecordBatch.from_arrays(out, schema=arrow_schema)
+
+    def batches() -> Iterator[Any]:
+        for parsed in _batches(next_batch, o, reader):
+            yield _located(reader, batch, parsed)
+
+    return pa.RecordBatchReader.from_batches(arrow_schema, batches())
+
+
+def arrow_columns(
+    schema: Schema | dict[str, Any] | None,
+    sequence_schema: Schema | dict[str, Any] | None,
+    columns: Sequence[str] | None,
+    strings: bool,
+) -> tuple[Schema, Schema | None, Any]:
+    """The context features and feature lists :func:`read_arrow` reads (``columns`` of
+    them, when given), and the ``pyarrow.Schema`` of its batches."""
+    import pyarrow as pa
+
+    context = Schema({}) if schema is None else _as_schema(schema)
+    lists = None if sequence_schema is None else as_sequence_schema(sequence_schema)
+    names = [*context, *(lists or ())]
+    if lists is not None and set(context) & set(lists):
+        both = sorted(set(context) & set(lists))
+        raise ValueError(f"{both} name both context features and feature lists")
+    if columns is not None:
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise KeyError(f"columns {missing} are not in the schema {names}")
+        names = list(columns)
+        context = Schema({c: context[c] for c in names if c in context})
+        lists = None if lists is None else Schema({c: lists[c] for c in names if c in lists})
+    kinds = {k: arrow_type(pa, s, strings) for k, s in context.items()}
+    kinds |= {k: arrow_type(pa, s, strings, steps=True) for k, s in (lists or {}).items()}
+    return context, lists, pa.schema([(k, kinds[k]) for k in names])
+
+
+def read_table(paths: Paths, schema: Schema | dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    """:func:`read_arrow`, read whole into a ``pyarrow.Table``."""
+    return read_arrow(paths, schema, **kwargs).read_all()
+
+
+def _readers(
+    pa: Any,
+    reader: _core.RecordReader,
+    context: Schema,
+    lists: Schema | None,
+    batch_size: int,
+) -> tuple[Callable[[], Any], Callable[[Any], list[Any]]]:
+    """How to read a batch, and how to make its Arrow arrays (context, then lists).
+
+    Examples are read and parsed in one native call. A ``FixedLenSequence`` is parsed as
+    the ``VarLen`` it is before padding; one that may not be missing is parsed a second
+    time, as itself, to check that it is there, and that needs the records themselves, as
+    the feature lists of SequenceExamples do."""
+    parse = Schema(
+        {k: VarLen(s.dtype) if isinstance(s, FixedLenSequence) else s for k, s in context.items()}
+    )
+    compiled = parse.compiled()
+    required = {
+        k: s for k, s in context.items() if isinstance(s, FixedLenSequence) and not s.allow_missing
+    }
+    if lists is None and not required:
+
+        def read_parsed() -> Any:
+            return reader.read_parsed(compiled, batch_size, True)
+
+        return read_parsed, lambda parsed: _example_arrays(pa, context, parsed)
+
+    check = Schema(required).compiled() if required else None
+
+    def read_records() -> list[bytes]:
+        return reader.read_batch(batch_size, _RECORD_BATCH_BYTES)
+
+    def arrays(records: list[bytes]) -> list[Any]:
+        if check is not None:
+            _core.parse_examples(records, check)
+        out = []
+        if len(context):
+            out = _example_arrays(pa, context, _core.parse_examples(records, compiled))
+        return out + ([] if lists is None else _list_arrays(pa, lists, records))
+
+    return read_records, arrays
+
+
+def _example_arrays(pa: Any, schema: Schema, parsed: list[Any]) -> list[Any]:
+    """The Arrow arrays of ``schema``'s features from a batch's ``parsed`` features (as the
+    native parse lays them out, bytes as ``(data, offsets)``)."""
+    out = []
+    for (key, spec), p in zip(schema.items(), parsed, strict=True):
+        if isinstance(spec, SparseFeature):
+            indices, values, _, row_splits = p
+            by_dimension = [indices[:, 1 + d] for d in range(len(spec.index_key))]
+            out.append(sparse_array(pa, spec, row_splits, by_dimension, values_array(pa, values)))
+        elif isinstance(spec, RaggedFeature):
+            values, levels = p
+            out.append(ragged_array(pa, values_array(pa, values), levels, spec.partitions))
+        else:
+            values, _, splits = p
+            leaf = values_array(pa, values)
+            if isinstance(spec, FixedLen):
+                out.append(nest_fixed_size(pa, leaf, spec.shape))
+            elif isinstance(spec, VarLen):
+                out.append(list_array(pa, splits, leaf))
+            else:
+                offsets = _element_splits(key, spec, splits)
+                out.append(list_array(pa, offsets, nest_fixed_size(pa, leaf, spec.shape)))
+    return out
+
+
+def _element_splits(key: str, spec: FixedLenSequence, splits: np.ndarray) -> np.ndarray:
+    """The row splits of a ``FixedLenSequence``'s elements, from those of its values."""
+    stride = int(np.prod(spec.shape, dtype=np.int64))
+    if stride == 1:
+        return splits
+    counts = np.diff(splits)
+    bad = np.flatnonzero(counts % stride)
+    if bad.size:
+        row = int(bad[0])
+        raise SchemaError(
+            f"feature {key!r} ({spec.dtype}) has {int(counts[row])} values; expected a "
+            f"multiple of {stride}",
+            key=key,
+            record_index=row,
+        )
+    return splits // stride
+
+
+def _list_arrays(pa: Any, schema: Schema, records: list[bytes]) -> list[Any]:
+    """The Arrow arrays of the feature lists of ``schema`` in SequenceExample ``records``."""
+    wanted = _list_columns(schema)
+    parsed = _core.parse_feature_lists(records, list(wanted.items()))
+    cols = dict(zip(wanted, parsed, strict=True))
+    out = []
+    for key, spec in schema.items():
+        if isinstance(spec, RaggedFeature):
+            ragged = _ragged_steps(key, spec, cols)
+            levels = [np.asarray(s, dtype=np.int64) for s in ragged.nested_row_splits]
+            leaf = values_array(pa, ragged.flat_values)
+            out.append(ragged_array(pa, leaf, levels, spec.partitions))
+            continue
+        values, steps, step_values, present = cols[key]
+        leaf = values_array(pa, values)
+        if isinstance(spec, FixedLenSequence):
+            _check_steps(key, spec, steps, step_values, present)
+            out.append(list_array(pa, steps, nest_fixed_size(pa, leaf, spec.shape)))
+        else:
+            out.append(list_array(pa, steps, list_array(pa, step_values, leaf)))
+    return out
+
+
+def _check_steps(
+    key: str, spec: FixedLenSequence, steps: Any, step_values: Any, present: Any
+) -> None:
+    """Every step of a ``FixedLenSequence`` list holds one element; a list that may not be
+    missing is there."""
+    stride = int(np.prod(spec.shape, dtype=np.int64))
+    counts = np.diff(step_values)
+    bad = np.flatnonzero(counts != stride)
+    if bad.size:
+        step = int(bad[0])
+        record = int(np.searchsorted(steps, step, side="right") - 1)
+        raise SchemaError(
+            f"feature list {key!r} ({spec.dtype}): step {step - int(steps[record])} has "
+            f"{int(counts[step])} values; expected {stride}",
+            key=key,
+            record_index=record,
+        )
+    if not spec.allow_missing and not np.all(present):
+        raise SchemaError(
+            f"feature list {key!r} ({spec.dtype}) is required but could not be found",
+            key=key,
+            record_index=int(np.argmin(present)),
+        )

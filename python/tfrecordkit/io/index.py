@@ -1,0 +1,180 @@
+"""Random access to records through index sidecars.
+
+An uncompressed file's ``{file}.idx`` lists ``offset length`` per record (the format DALI
+and the ``tfrecord`` package use); a seekable gzip file's ``{file}.gzi`` lists ``offset
+length first_record records`` per gzip member, each member holding whole records.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import overload
+
+import numpy as np
+
+from .. import _core
+from ..errors import DataLossError
+from .paths import (
+    StorageOptions,
+    file_size,
+    is_url,
+    opener_for,
+    read_bytes,
+    read_ranges,
+    write_file,
+)
+
+__all__ = ["RecordIndex", "build_index"]
+
+
+def _load(path: str, columns: int, options: StorageOptions) -> np.ndarray:
+    fields = read_bytes(path, options).split()
+    if len(fields) % columns:
+        raise DataLossError(f"index has a partial line ({len(fields)} fields)", path=path)
+    try:
+        table = np.array(fields, dtype=np.int64).reshape(-1, columns)
+    except ValueError:
+        raise DataLossError("index holds something other than numbers", path=path) from None
+    if (table < 0).any():
+        raise DataLossError("index holds negative numbers", path=path)
+    return table
+
+
+def _sidecar(path: str, columns: int, options: StorageOptions) -> np.ndarray | None:
+    """The table of the index sidecar at ``path``; None when there is none (one read,
+    no separate existence check: on object stores each is a request)."""
+    try:
+        return _load(path, columns, options)
+    except FileNotFoundError:
+        return None
+
+
+class RecordIndex(Sequence[bytes]):
+    """The records of one file, by position, through its ``.idx`` or ``.gzi`` sidecar.
+
+    A URL is read with ranged requests, never downloaded whole: one per record, and
+    :meth:`read_many` fetches its records together (``cat_ranges``). ``storage_options``
+    go to the URL's filesystem.
+
+    >>> index = RecordIndex("train-00000-of-00008.tfrecord")  # doctest: +SKIP
+    >>> len(index), index[41] == list(read_records(index.path))[41]  # doctest: +SKIP
+    (2500, True)
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        verify: bool = True,
+        storage_options: StorageOptions = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.verify = verify
+        self._options = storage_options
+        self._remote = is_url(self.path)
+        size = file_size(self.path, storage_options)
+        self._member: tuple[int, list[bytes]] | None = None
+        self._records = _sidecar(self.path + ".idx", 2, storage_options)
+        self._members = None
+        if self._records is not None:
+            end = int(self._records[-1].sum()) if len(self._records) else 0
+            self._length = len(self._records)
+        elif (members := _sidecar(self.path + ".gzi", 4, storage_options)) is not None:
+            self._members = members
+            end = int(self._members[-1, :2].sum()) if len(self._members) else 0
+            self._length = int(self._members[:, 3].sum())
+            self._firsts = self._members[:, 2]
+        else:
+            raise FileNotFoundError(
+                2, "no .idx or .gzi index beside the file (build one with build_index)", self.path
+            )
+        if end != size:
+            raise DataLossError(
+                f"the index describes {end} bytes but the file holds {size}; rebuild it",
+                path=self.path,
+            )
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return self.read_many(range(*i.indices(len(self))))
+        n = len(self)
+        k = int(i) + n if int(i) < 0 else int(i)
+        if not 0 <= k < n:
+            raise IndexError(f"record {i} out of range for {n} records")
+        if self._records is not None:
+            offset, length = self._records[k]
+            if self._remote:
+                return self._fetch([int(offset)], [int(length)])[0]
+            return _core.read_record_at(self.path, int(offset), int(length), self.verify)
+        m = int(np.searchsorted(self._firsts, k, side="right")) - 1
+        return self._member_records(m)[k - int(self._firsts[m])]
+
+    def _member_records(self, m: int) -> list[bytes]:
+        if self._member is None or self._member[0] != m:
+            offset, length, _, count = (int(x) for x in self._members[m])
+            if self._remote:
+                (data,) = read_ranges(self.path, [offset], [offset + length], self._options)
+                records = _core.member_records(data, self.path, self.verify)
+            else:
+                records = _core.read_member(self.path, offset, length, self.verify)
+            if len(records) != count:
+                raise DataLossError(
+                    f"gzip member {m} holds {len(records)} records; the index says {count}",
+                    path=self.path,
+                    offset=offset,
+                )
+            self._member = (m, records)
+        return self._member[1]
+
+    def read_many(self, indices: Iterable[int]) -> list[bytes]:
+        """The records at ``indices``, in that order: read in one native call, without
+        the GIL, from an ``.idx``-indexed file."""
+        if self._records is None:
+            return [self[i] for i in indices]
+        at = self._records[positions(indices, len(self))]
+        offsets, lengths = at[:, 0].tolist(), at[:, 1].tolist()
+        if self._remote:
+            return self._fetch(offsets, lengths) if offsets else []
+        pairs = list(zip(offsets, lengths, strict=True))
+        return _core.read_records_at(self.path, pairs, self.verify)
+
+    def _fetch(self, offsets: list[int], lengths: list[int]) -> list[bytes]:
+        """Records of a remote file by ranged requests, fetched together."""
+        ends = [o + n for o, n in zip(offsets, lengths, strict=True)]
+        framed = read_ranges(self.path, offsets, ends, self._options)
+        return _core.unframe_records(framed, offsets, self.path, self.verify)
+
+
+def positions(indices: Iterable[int], n: int) -> np.ndarray:
+    """``indices`` into ``n`` records as an int64 array, negative ones counted from the
+    end; ``IndexError`` for any out of range."""
+    k = np.fromiter((int(i) for i in indices), dtype=np.int64)
+    k = np.where(k < 0, k + n, k)
+    bad = (k < 0) | (k >= n)
+    if bad.any():
+        raise IndexError(f"record {int(k[bad][0])} out of range for {n} records")
+    return k
+
+
+def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions = None) -> str:
+    """Writes ``{path}.idx`` for an uncompressed TFRecord file (checking every record);
+    returns the sidecar's path. A URL is streamed once and its index uploaded beside it.
+    Compressed files are indexed when written
+    (``RecordWriter(..., "gzip", seekable=True, index=True)``)."""
+    path = os.fspath(path)
+    entries = _core.index_records(path, opener_for([path], storage_options))
+    target = path + ".idx"
+    write_file(
+        target, "".join(f"{offset} {length}\n" for offset, length in entries), storage_options
+    )
+    return target

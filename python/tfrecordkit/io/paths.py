@@ -1,0 +1,426 @@
+"""Paths and URLs: globbing, fsspec, sidecar filtering and atomic local writes.
+
+Every reader takes local paths and fsspec URLs (``s3://``, ``gs://``, ``az://``,
+``http(s)://``, ``memory://``...) alike; ``storage_options`` (credentials, endpoints) go to
+the URL's filesystem. A leaf of the package: it imports nothing of tfrecordkit but its errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob as _glob
+import ntpath
+import os
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ..errors import SidecarSkippedWarning, UnsafePathError
+
+PathLike = str | os.PathLike[str]
+Paths = PathLike | Sequence[PathLike]
+StorageOptions = Mapping[str, Any] | None
+
+#: Bytes asked of a remote file per request while streaming it (the core reads this much
+#: at a time, a couple of blocks ahead of the records it hands out).
+REMOTE_BLOCK = 4 << 20
+
+GLOB_CHARS = frozenset("*?[")
+#: The object a writer holds while it uploads a dataset to an object store.
+CLAIM_SUFFIX = ".writing"
+#: Files written beside shards, never read as data.
+SIDECAR_SUFFIXES = (".idx", ".gzi", ".manifest.json", ".labels.txt", CLAIM_SUFFIX)
+#: Files ``convert`` (and TFDS metadata) write beside the splits, never read as data.
+SIDECAR_NAMES = frozenset(
+    {
+        "schema.json",
+        "summary.json",
+        "discarded.csv",
+        "labels.txt",
+        "dataset_info.json",
+        "features.json",
+    }
+)
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` names an fsspec URL (``s3://``, ``gs://``, ``memory://``...) rather
+    than a local file; ``file://`` paths are local."""
+    return "://" in path and not path.startswith("file://")
+
+
+def is_sidecar(path: str) -> bool:
+    """Whether ``path`` is a file written beside the data (an index sidecar, a manifest,
+    ``convert``'s side files), never a TFRecord file."""
+    return path.endswith(SIDECAR_SUFFIXES) or os.path.basename(path) in SIDECAR_NAMES
+
+
+def join(directory: str, name: str) -> str:
+    """``name`` inside ``directory``, a local directory or a URL prefix."""
+    if is_url(directory):
+        return f"{directory.rstrip('/')}/{name}"
+    return os.path.join(directory, name)
+
+
+def dirname(path: str) -> str:
+    """The directory (or URL prefix) of a local path or a URL."""
+    return path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path)
+
+
+def basename(path: str) -> str:
+    """The last part of a local path or a URL."""
+    return path.rsplit("/", 1)[-1] if is_url(path) else os.path.basename(path)
+
+
+def quote(text: str, limit: int = 32) -> str:
+    """``text`` for an error message when a file supplied it: at most ``limit``
+    characters, escaped to printable ASCII (``repr``'s escapes), ``...`` when cut."""
+    shown = ascii(text[:limit])
+    return shown + "..." if len(text) > limit else shown
+
+
+def _unsafe(name: str) -> str | None:
+    """Why ``name`` is not a plain file name, or None when it is one."""
+    if not name:
+        return "it is empty"
+    if name in (".", ".."):
+        return "it names a directory"
+    if "://" in name:
+        return "it is a URL"
+    if "/" in name or "\\" in name:
+        return "it contains a path separator"
+    if ntpath.splitdrive(name)[0]:
+        return "it names a drive"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "it contains a control character"
+    return None
+
+
+def contained(directory: str, name: Any, *, sidecar: str, entry: str) -> str:
+    """The path of ``name``, a file that the sidecar ``sidecar`` names as ``entry``, inside
+    ``directory`` (the dataset's own directory or URL prefix). Data is never instructions:
+    a name with a path separator or ``..``, an absolute path, a drive, a URL, anything but
+    a plain file name, raises :class:`UnsafePathError` before anything is opened.
+
+    >>> contained("s3://bucket/data", "../other/x.tfrecord", sidecar="m.json", entry="shard 0")
+    Traceback (most recent call last):
+    ...
+    tfrecordkit.errors.UnsafePathError: shard 0 names '../other/x.tfrecord', ... (m.json)
+    """
+    why = "it is not a string" if not isinstance(name, str) else _unsafe(name)
+    if why is not None:
+        shown = quote(name) if isinstance(name, str) else type(name).__name__
+        raise UnsafePathError(
+            f"{entry} names {shown}, which is not a plain file name in the "
+            f"dataset's own directory ({why}); nothing was opened",
+            path=sidecar,
+        )
+    return join(directory, name)
+
+
+def _items(paths: Paths) -> list[str]:
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    out = []
+    for p in items:
+        p = os.fspath(p)
+        if not isinstance(p, str):
+            raise TypeError(f"paths must be str or os.PathLike, not {type(p).__name__}")
+        out.append(p)
+    return out
+
+
+def expand_paths(paths: Paths, *, storage_options: StorageOptions = None) -> list[str]:
+    """Turns a path, a glob pattern, or a list of either into a list of existing files.
+
+    Globs expand in sorted order. Sidecars (index files, manifests, ``convert``'s side
+    files) are left out: silently from a glob, with a :class:`SidecarSkippedWarning` when
+    named, as a shell glob names them. A path or pattern that matches nothing raises
+    ``FileNotFoundError``. fsspec URLs and URL globs expand through their filesystem,
+    opened with ``storage_options``; a URL without a glob is kept as it is (a missing
+    object is reported when it is read).
+
+    >>> expand_paths("s3://bucket/train-*.tfrecord")  # doctest: +SKIP
+    ['s3://bucket/train-00000-of-00002.tfrecord', 's3://bucket/train-00001-of-00002.tfrecord']
+    """
+    out: list[str] = []
+    items = _items(paths)
+    skipped = [p for p in items if is_sidecar(p) and not GLOB_CHARS & set(p)]
+    if skipped:
+        items = [p for p in items if p not in skipped]
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        shown = ", ".join(skipped[:3]) + more
+        if not items:
+            raise FileNotFoundError(2, "no data files, only sidecars", shown)
+        warnings.warn(
+            f"skipped {len(skipped)} sidecar file(s), not TFRecord data: {shown}",
+            SidecarSkippedWarning,
+            stacklevel=2,
+        )
+    for p in items:
+        if is_url(p):
+            out.extend(_expand_url(p, storage_options))
+        elif GLOB_CHARS & set(p) and not os.path.exists(p):
+            matches = sorted(m for m in _glob.glob(p) if not is_sidecar(m))
+            if not matches:
+                raise FileNotFoundError(2, "no files match the pattern", p)
+            out.extend(matches)
+        elif os.path.isdir(p):
+            raise IsADirectoryError(21, "is a directory; pass a file or a glob pattern", p)
+        elif not os.path.exists(p):
+            raise FileNotFoundError(2, "no such file", p)
+        else:
+            out.append(p)
+    return out
+
+
+def filesystem(
+    url: str, what: str = "reading", storage_options: StorageOptions = None
+) -> tuple[Any, str]:
+    """The fsspec filesystem of ``url`` (opened with ``storage_options``) and the path
+    inside it."""
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(f"{what} {url} needs fsspec: pip install 'tfrecordkit[remote]'") from None
+    return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+
+
+def as_url(url_like: str, fs_path: str) -> str:
+    """``fs_path``, a path inside the filesystem of ``url_like``, as a URL again."""
+    if "://" in fs_path:
+        return fs_path
+    protocol = url_like.split("://", 1)[0]
+    return f"{protocol}://{fs_path.lstrip('/')}"
+
+
+def _expand_url(url: str, storage_options: StorageOptions) -> list[str]:
+    if not GLOB_CHARS & set(url):
+        return [url]
+    fs, _ = filesystem(url, storage_options=storage_options)
+    with remote_errors(url):
+        matches = sorted(m for m in fs.glob(url) if not is_sidecar(m))
+    if not matches:
+        raise FileNotFoundError(2, "no files match the pattern", url)
+    return [as_url(url, m) for m in matches]
+
+
+def _remote_error(err: BaseException, url: str) -> OSError | None:
+    """What a filesystem's exception means, as the built-in error naming ``url``: refused
+    (401/403) is ``PermissionError``, missing (404) ``FileNotFoundError``, a timeout after
+    the filesystem's retries ``TimeoutError``; None when it means nothing of the kind.
+    Filesystems differ in how they report these (fsspec's HTTP filesystem reports every
+    failure as missing, the cause attached), so the whole chain of causes is read."""
+    seen: BaseException | None = err
+    while seen is not None:
+        status = getattr(seen, "status", None) or getattr(seen, "status_code", None)
+        if isinstance(seen, PermissionError) or status in (401, 403):
+            return PermissionError(13, f"access refused: {seen}", url)
+        if isinstance(seen, TimeoutError) or "Timeout" in type(seen).__name__:
+            return TimeoutError(110, f"timed out: {seen}", url)
+        if status == 404:
+            return FileNotFoundError(2, "no such object", url)
+        seen = seen.__cause__ or seen.__context__
+    if isinstance(err, FileNotFoundError):
+        return FileNotFoundError(2, "no such object", url)
+    return None
+
+
+@contextlib.contextmanager
+def remote_errors(url: str) -> Iterator[None]:
+    """Raises a filesystem's refusals, missing objects and timeouts as the built-in
+    errors, naming ``url``."""
+    try:
+        yield
+    except Exception as err:
+        typed = _remote_error(err, url)
+        if typed is None:
+            raise
+        raise typed from err
+
+
+class _RemoteFile:
+    """A remote file whose reads fail with the typed errors of :func:`remote_errors`."""
+
+    def __init__(self, file: Any, url: str) -> None:
+        self._file, self._url = file, url
+        self.size = getattr(file, "size", None)
+
+    def read(self, n: int = -1) -> bytes:
+        with remote_errors(self._url):
+            return self._file.read(n)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass(frozen=True, eq=False)
+class URLOpener:
+    """Opens URLs for the native readers: a file object read in :data:`REMOTE_BLOCK`
+    requests with no cache of its own (the core reads ahead). Picklable, so that
+    pipelines carry it into worker processes."""
+
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self, url: str) -> Any:
+        fs, path = filesystem(url, storage_options=self.storage_options)
+        with remote_errors(url):
+            file = fs.open(path, "rb", block_size=REMOTE_BLOCK, cache_type="none")
+        return _RemoteFile(file, url)
+
+
+def opener_for(files: Sequence[str], storage_options: StorageOptions) -> URLOpener | None:
+    """The opener the native readers need for ``files``: none when all are local."""
+    if any(is_url(f) for f in files):
+        return URLOpener(dict(storage_options or {}))
+    return None
+
+
+def exists(path: str, storage_options: StorageOptions = None) -> bool:
+    """Whether a local path or a URL names an existing file."""
+    if is_url(path):
+        fs, inner = filesystem(path, storage_options=storage_options)
+        return bool(fs.isfile(inner))
+    return os.path.isfile(path.removeprefix("file://"))
+
+
+def file_size(path: str, storage_options: StorageOptions = None) -> int:
+    """The size in bytes of a local file or the object at a URL."""
+    if is_url(path):
+        fs, inner = filesystem(path, storage_options=storage_options)
+        with remote_errors(path):
+            return int(fs.size(inner))
+    return os.path.getsize(path.removeprefix("file://"))
+
+
+def read_bytes(uri: str, storage_options: StorageOptions = None) -> bytes:
+    """The whole content of a local path (``file://`` allowed) or an fsspec URL."""
+    if is_url(uri):
+        fs, path = filesystem(uri, storage_options=storage_options)
+        with remote_errors(uri):
+            return bytes(fs.cat_file(path))
+    with open(uri.removeprefix("file://"), "rb") as f:
+        return f.read()
+
+
+def read_ranges(
+    url: str, starts: Sequence[int], ends: Sequence[int], storage_options: StorageOptions = None
+) -> list[bytes]:
+    """The byte ranges ``[start, end)`` of the object at ``url``, fetched together
+    (``cat_ranges``: concurrent ranged requests on object stores)."""
+    fs, path = filesystem(url, storage_options=storage_options)
+    with remote_errors(url):
+        if len(starts) == 1:
+            return [bytes(fs.cat_file(path, start=int(starts[0]), end=int(ends[0])))]
+        got = fs.cat_ranges([path] * len(starts), list(starts), list(ends))
+        for part in got:
+            if isinstance(part, BaseException):
+                raise part
+    return [bytes(b) for b in got]
+
+
+def write_file(
+    path: str, data: str | bytes, storage_options: StorageOptions = None, *, replace: bool = True
+) -> None:
+    """Writes a small file whole: locally through :func:`atomic_write`; to a URL in one
+    put, so that no partial object appears. ``replace`` as for :func:`upload`."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if not is_url(path):
+        with atomic_write(path, "wb", replace=replace) as f:
+            f.write(raw)
+        return
+    fs, inner = filesystem(path, "writing to", storage_options)
+    _put(path, lambda **mode: fs.pipe_file(inner, raw, **mode), replace)
+
+
+def open_text(path: str, storage_options: StorageOptions = None) -> IO[str]:
+    """A text file (UTF-8, universal newlines off, as ``csv`` wants) at a path or URL."""
+    if not is_url(path):
+        return open(path.removeprefix("file://"), newline="", encoding="utf-8")
+    fs, inner = filesystem(path, storage_options=storage_options)
+    return fs.open(inner, "rt", newline="", encoding="utf-8")
+
+
+def upload(
+    local: str, url: str, *, replace: bool = True, storage_options: StorageOptions = None
+) -> None:
+    """Copies a local file to ``url``. Without ``replace``, an existing object is never
+    replaced: an exclusive create where the store has one (S3's conditional put, a local
+    or in-memory filesystem), a check just before the write elsewhere; ``FileExistsError``
+    either way."""
+    fs, path = filesystem(url, "writing to", storage_options)
+    _put(url, lambda **mode: fs.put_file(local, path, **mode), replace)
+
+
+def _put(url: str, put: Any, replace: bool) -> None:
+    """Calls ``put`` plainly, or, without ``replace``, with fsspec's exclusive
+    ``mode="create"``."""
+    if replace:
+        put()
+        return
+    try:
+        put(mode="create")
+    except FileExistsError:
+        raise FileExistsError(17, "an object is there already", url) from None
+
+
+def temp_name(path: str) -> str:
+    """A hidden name beside ``path`` for a file written before it takes ``path``."""
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".{base}.tmp-{os.getpid()}")
+
+
+def remove(path: str | None, storage_options: StorageOptions = None) -> None:
+    """Removes the file at ``path`` (a local path or a URL) if there is one."""
+    if not path:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        if is_url(path):
+            fs, inner = filesystem(path, "removing", storage_options)
+            fs.rm_file(inner)
+        else:
+            os.remove(path)
+
+
+@contextlib.contextmanager
+def atomic_write(
+    path: str, mode: str = "w", *, replace: bool = True, **kwargs: Any
+) -> Iterator[IO[Any]]:
+    """Opens a temporary file beside ``path`` that replaces ``path`` once written and
+    synced; on an exception it is removed and ``path`` is left as it was. Without
+    ``replace`` an existing ``path`` is never replaced: ``FileExistsError`` instead.
+
+    >>> with atomic_write("out/labels.txt") as f:  # doctest: +SKIP
+    ...     f.write("cat\\n")
+    """
+    temp = temp_name(path)
+    if "b" not in mode:
+        kwargs.setdefault("encoding", "utf-8")
+    try:
+        with open(temp, mode, **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        if replace:
+            os.replace(temp, path)
+        else:
+            _no_replace(temp, path)
+    except BaseException:
+        remove(temp)
+        raise
+
+
+def _no_replace(temp: str, path: str) -> None:
+    """Moves ``temp`` to ``path`` unless ``path`` exists, atomically: a hard link, which
+    fails on an existing name, then the temporary's removal (on a filesystem without hard
+    links, a check then a rename)."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(17, "a file is there already", path) from None
+        os.rename(temp, path)
+        return
+    os.remove(temp)

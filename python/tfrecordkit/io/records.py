@@ -1,0 +1,398 @@
+"""Reading and writing TFRecord files."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from types import TracebackType
+from typing import Any, TypeVar
+
+from .. import _core
+from ..datasets.manifest import SHARD_RE, Manifest, manifest_path
+from ..errors import TFRecordError
+from ..schema.columns import as_table
+from ..schema.example import decode_sequence_example
+from ..schema.features import Schema, _as_schema
+from ..schema.guess import SchemaGuess
+from ..schema.sequence import SequenceGuess
+from .options import ReadOptions
+from .paths import (
+    PathLike,
+    Paths,
+    StorageOptions,
+    basename,
+    expand_paths,
+    file_size,
+    opener_for,
+    read_bytes,
+)
+from .policy import OnError, policed
+from .reports import ReadReport
+
+__all__ = [
+    "RecordWriter",
+    "count",
+    "infer_schema",
+    "read_batches",
+    "read_examples",
+    "read_records",
+]
+
+# Uncompressed bytes per gzip member in seekable gzip files.
+SEEKABLE_MEMBER_BYTES = 1 << 20
+
+
+def read_records(
+    paths: Paths,
+    *,
+    compression: str | None = "auto",
+    verify: bool = True,
+    on_error: OnError = "raise",
+    resync: bool = False,
+    follow: bool = False,
+    follow_timeout: float | None = None,
+    poll_interval: float = 0.25,
+    max_record_bytes: int | None = None,
+    report: ReadReport | None = None,
+    storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
+) -> Iterator[bytes]:
+    """Iterates over the records of one or more TFRecord files, in order.
+
+    ``paths`` is a path, a glob pattern or a list of them. ``compression`` is ``"auto"``
+    (detected from the stream and the file name), ``None``, ``"gzip"`` or ``"zlib"``.
+    ``verify`` checks every record's data CRC (length CRCs are always checked). Paths may
+    be fsspec URLs (``s3://bucket/train-*``), streamed in large blocks fetched ahead of
+    the reader; ``storage_options`` (credentials, an endpoint) go to their filesystem.
+
+    On damage, ``on_error="raise"`` raises a :class:`~tfrecordkit.errors.DataLossError`
+    subclass naming the file, offset and record; ``"skip"`` steps over a record whose data
+    checksum fails and goes on (damage that makes the rest of a file unreadable ends that
+    file and moves to the next); ``"warn"`` does the same with a ``DataLossWarning``; a
+    callable is called with each error and reading goes on unless it raises.
+    ``resync=True`` makes every framing error skippable: the reader scans forward to the
+    next record whose checksums hold and reports the bytes it skipped (``error.lost``).
+    A :class:`~tfrecordkit.ReadReport` passed as ``report`` counts, per file, the records
+    read and the damage skipped. ``options``, a :class:`~tfrecordkit.ReadOptions`, gives
+    these read options as one value, as every reader takes it.
+
+    ``follow=True`` reads a file that is still being written, as TensorBoard does: at the end
+    of the last file, an incomplete record is waited on rather than reported, and new
+    records are yielded as they are appended (checked every ``poll_interval`` seconds) until
+    nothing has arrived for ``follow_timeout`` seconds (forever when None).
+
+    >>> for record in read_records("data/*.tfrecord"):  # doctest: +SKIP
+    ...     example = decode_example(record)
+    """
+    o = ReadOptions.given(options, locals())
+    reader = _open(paths, o, follow)
+
+    def batches() -> Iterator[list[bytes]]:
+        return _batches(lambda: reader.read_batch(512), o, reader)
+
+    if follow:
+        return itertools.chain.from_iterable(_following(batches, follow_timeout, poll_interval))
+    return itertools.chain.from_iterable(batches())
+
+
+def _following(
+    batches: Callable[[], Iterator[list[bytes]]], timeout: float | None, poll: float
+) -> Iterator[list[bytes]]:
+    """Keeps asking a following reader for records, sleeping while none arrive."""
+    quiet_since = time.monotonic()
+    while True:
+        got = False
+        for batch in batches():
+            got = True
+            yield batch
+        if got:
+            quiet_since = time.monotonic()
+        elif timeout is not None and time.monotonic() - quiet_since >= timeout:
+            return
+        time.sleep(poll)
+
+
+def read_batches(
+    paths: Paths,
+    batch_size: int = 1024,
+    *,
+    compression: str | None = "auto",
+    verify: bool = True,
+    on_error: OnError = "raise",
+    resync: bool = False,
+    max_record_bytes: int | None = None,
+    report: ReadReport | None = None,
+    storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
+) -> Iterator[list[bytes]]:
+    """Like :func:`read_records`, but yields lists of up to ``batch_size`` records.
+
+    Batches run across file boundaries; one is shorter only at the end, or where damage
+    was skipped.
+    """
+    o = ReadOptions.given(options, locals())
+    reader = _open(paths, o)
+    return _batches(lambda: reader.read_batch(batch_size), o, reader)
+
+
+def read_examples(
+    paths: Paths,
+    schema: Any,
+    batch_size: int = 1024,
+    *,
+    compression: str | None = "auto",
+    verify: bool = True,
+    on_error: OnError = "raise",
+    resync: bool = False,
+    max_record_bytes: int | None = None,
+    report: ReadReport | None = None,
+    storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Reads and parses Examples in batches: each item is what :func:`parse_examples`
+    returns for up to ``batch_size`` records. Reading, checksums and parsing all run in
+    native code without the GIL.
+
+    >>> schema = {"label": FixedLen([], "int64")}
+    >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
+    ...     train_step(batch["label"])
+    """
+    o = ReadOptions.given(options, locals())
+    schema = _as_schema(schema)
+    compiled = schema.compiled()
+    reader = _open(paths, o)
+    batches = _batches(lambda: reader.read_parsed(compiled, batch_size), o, reader)
+    return (_located(reader, schema.outputs, parsed) for parsed in batches)
+
+
+def _located(reader: _core.RecordReader, outputs: Callable[[Any], T], parsed: Any) -> T:
+    """``outputs(parsed)``, an error in one of the batch's records named by its file and
+    its index there."""
+    try:
+        return outputs(parsed)
+    except TFRecordError as err:
+        origin = None if err.record_index is None else reader.origin_in_batch(err.record_index)
+        if origin is not None and err.path is None:
+            err.path, err.record_index = origin
+        raise
+
+
+def _open(paths: Paths, o: ReadOptions, follow: bool = False) -> _core.RecordReader:
+    files = expand_paths(paths, storage_options=o.storage_options)
+    opener = opener_for(files, o.storage_options)
+    if follow and opener is not None:
+        raise ValueError("follow=True reads local files only")
+    return _core.RecordReader(
+        files, o.compression, o.verify, o.max_record_bytes, o.resync, follow, opener
+    )
+
+
+T = TypeVar("T")
+
+
+def _batches(
+    next_batch: Callable[[], T | None], o: ReadOptions, reader: _core.RecordReader
+) -> Iterator[T]:
+    """Calls ``next_batch`` until it returns nothing, applying the ``on_error`` policy and
+    counting into the report of ``o``."""
+    report = o.report
+    try:
+        yield from policed(next_batch, o.on_error, note=None if report is None else report.note)
+    finally:
+        if report is not None:
+            report.count(reader.delivered())
+
+
+def count(
+    paths: Paths, *, compression: str | None = "auto", storage_options: StorageOptions = None
+) -> int:
+    """Counts the records in one or more TFRecord files (local paths or URLs).
+
+    Answers without reading a file when its dataset manifest (written by
+    :func:`write_dataset`) or its ``.idx`` sidecar describes it and agrees with its size
+    (for a URL: one small request each, not the shard's bytes); otherwise scans it,
+    checking length checksums.
+    """
+    manifests: dict[str, Any] = {}
+    total = 0
+    files = expand_paths(paths, storage_options=storage_options)
+    opener = opener_for(files, storage_options)
+    for path in files:
+        known = _known_count(path, manifests, storage_options)
+        if known is None:
+            known = _core.count_records(path, compression, opener)
+        total += known
+    return total
+
+
+def _known_count(path: str, manifests: dict[str, Any], options: StorageOptions) -> int | None:
+    size = file_size(path, options)
+    name = basename(path)
+    m = SHARD_RE.match(name)
+    if m:
+        mpath = manifest_path(path[: len(path) - len(name)] + m.group("prefix"))
+        if mpath not in manifests:
+            try:
+                manifests[mpath] = Manifest.load(mpath, storage_options=options)
+            except (OSError, ValueError, KeyError, TypeError):
+                manifests[mpath] = None
+        manifest = manifests[mpath]
+        if manifest is not None:
+            for shard in manifest.shards:
+                if shard.file == name and shard.bytes == size:
+                    return shard.records
+    known = _index_count(path + ".idx", size, 2, options)
+    return known if known is not None else _index_count(path + ".gzi", size, 4, options)
+
+
+def _index_count(index: str, size: int, columns: int, options: StorageOptions) -> int | None:
+    """Records listed by an index sidecar whose entries end exactly at ``size``: ``offset
+    length`` per record (``.idx``), or ``offset length first records`` per gzip member
+    (``.gzi``)."""
+    try:
+        fields = read_bytes(index, options).split()
+        table = [int(x) for x in fields]
+    except (OSError, ValueError):
+        return None
+    if len(table) % columns:
+        return None
+    if not table:
+        return 0 if size == 0 else None
+    last = table[-columns:]
+    if last[0] + last[1] != size:
+        return None
+    return len(table) // 2 if columns == 2 else sum(table[3::4])
+
+
+def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema:
+    """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
+    :class:`SchemaGuess`); ``read_kwargs`` go to :func:`read_records`. For
+    ``SequenceExample``s the schema is the context's, and its ``sequence`` attribute the
+    feature lists' (``FixedLenSequence`` where every step has one size, else ``VarLen``).
+
+    >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
+    Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
+    """
+    guess = SchemaGuess()
+    steps = SequenceGuess()
+    for record in read_records(paths, **read_kwargs):
+        if guess.examples >= sample:
+            break
+        context, lists = decode_sequence_example(record)
+        guess.add(context)
+        steps.add(lists)
+    schema = guess.schema()
+    if steps.seen:
+        schema.sequence = steps.schema()
+    return schema
+
+
+class RecordWriter:
+    """Writes records to a TFRecord file, byte for byte as ``tf.io.TFRecordWriter`` does.
+
+    ``compression`` is ``None``, ``"gzip"``, ``"zlib"`` or ``"auto"`` (from the extension:
+    ``.gz`` gzip, ``.zz``/``.zlib`` zlib); ``level`` is the gzip/zlib level (0-9).
+
+    With ``atomic=True`` (the default) records go to a hidden temporary file beside
+    ``path`` that is renamed to ``path`` when the writer closes, so no reader ever sees a
+    half-written file. Leaving a ``with`` block by an exception discards the file instead.
+    ``flush()`` pushes buffered records through the compressor to the operating system.
+    ``index=True`` also writes ``{path}.idx`` (one ``offset length`` line per record, the
+    format DALI and the ``tfrecord`` package read), for uncompressed files.
+    ``seekable=True`` (gzip only) writes the stream as gzip members of about 1 MiB of
+    records each, which TensorFlow reads as ordinary GZIP; with ``index=True`` their
+    offsets go to ``{path}.gzi`` so that :class:`tfrecordkit.RecordIndex` can seek.
+
+    >>> with RecordWriter("out.tfrecord") as w:  # doctest: +SKIP
+    ...     w.write(encode_example({"label": 1}))
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        compression: str | None = None,
+        *,
+        level: int | None = None,
+        atomic: bool = True,
+        index: bool = False,
+        seekable: bool = False,
+    ) -> None:
+        self.path = os.fspath(path)
+        if compression is not None and not isinstance(compression, str):
+            raise ValueError(
+                f'compression must be None, "gzip", "zlib" or "auto", not {compression!r}'
+            )
+        members = SEEKABLE_MEMBER_BYTES if seekable else None
+        self._w = _core.RecordWriter(self.path, compression, level, atomic, index, members)
+
+    def write(self, record: bytes) -> None:
+        """Writes one record (any bytes-like object)."""
+        self._w.write(record)
+
+    def write_many(self, records: Iterable[bytes]) -> int:
+        """Writes every record of an iterable; returns how many were written."""
+        return self._w.write_many(records)
+
+    def write_examples(self, columns: Any, *, schema: Any = None, chunk_rows: int = 65_536) -> int:
+        """Encodes a table (a dict of columns, a pandas DataFrame or an Arrow table) as one
+        Example per row and writes them; returns the number of rows. See
+        :func:`tfrecordkit.encode_examples` for how columns become features. Encoding runs
+        in parallel native code, ``chunk_rows`` rows at a time.
+
+        >>> with RecordWriter("out.tfrecord") as w:  # doctest: +SKIP
+        ...     w.write_examples({"label": labels, "score": scores})
+        """
+        table = as_table(columns, schema)
+        native = table.native()
+        for start in range(0, table.rows, chunk_rows):
+            end = min(start + chunk_rows, table.rows)
+            self._w.write_columns(native, start, end)
+        return table.rows
+
+    def flush(self) -> None:
+        self._w.flush()
+
+    def close(self) -> None:
+        """Finishes the file and gives it its final name. Safe to call twice."""
+        self._w.close()
+
+    def abort(self) -> None:
+        """Discards everything written; nothing appears under ``path``."""
+        self._w.abort()
+
+    @property
+    def closed(self) -> bool:
+        return self._w.closed
+
+    @property
+    def records_written(self) -> int:
+        return self._w.records_written
+
+    @property
+    def compression(self) -> str | None:
+        return self._w.compression
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        """Once closed: the file's ``records``, ``bytes`` and whole-file ``crc32c``."""
+        return self._w.summary
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.records_written} records"
+        return f"<RecordWriter {self.path!r} compression={self.compression} {state}>"

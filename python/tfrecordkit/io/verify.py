@@ -1,0 +1,110 @@
+"""Checking files for damage."""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Callable
+
+from .. import _core
+from ..errors import DataLossError, TFRecordError
+from .paths import Paths, StorageOptions, exists, expand_paths, is_url, opener_for, upload
+from .reports import Damage, FileReport
+
+__all__ = ["repair", "verify"]
+
+
+def _scan(
+    path: str,
+    compression: str | None,
+    on_batch: Callable[[list[bytes]], None] | None = None,
+    storage_options: StorageOptions = None,
+) -> FileReport:
+    """Reads one file with resynchronization, noting every damaged place."""
+    report = FileReport(path)
+    opener = opener_for([path], storage_options)
+    try:
+        reader = _core.RecordReader([path], compression, True, None, True, False, opener)
+        while True:
+            try:
+                batch = reader.read_batch(4096)
+            except DataLossError as err:
+                report.damage.append(Damage.of(err))
+                continue
+            if not batch:
+                break
+            report.records += len(batch)
+            if on_batch is not None:
+                on_batch(batch)
+    except (OSError, TFRecordError) as err:
+        report.failure = f"{type(err).__name__}: {err}"
+    return report
+
+
+def verify(
+    paths: Paths, *, compression: str | None = "auto", storage_options: StorageOptions = None
+) -> list[FileReport]:
+    """Reads every record of every file (local paths or URLs), checking all checksums, and
+    reports damage.
+
+    Damage does not stop the scan: the reader resynchronizes at the next record whose
+    checksums hold, and each report lists the damaged places with the byte ranges lost.
+    """
+    files = expand_paths(paths, storage_options=storage_options)
+    return [_scan(p, compression, None, storage_options) for p in files]
+
+
+def repair(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    compression: str | None = "auto",
+    output_compression: str | None = "auto",
+    overwrite: bool = False,
+    storage_options: StorageOptions = None,
+) -> FileReport:
+    """Copies every intact record of ``src`` into a new, valid file ``dst``.
+
+    Damaged records are dropped, the reader resynchronizes past damaged headers and drops a
+    torn tail; the returned report says what was kept and what was lost. ``dst`` appears
+    only once complete (written atomically); an existing ``dst`` is refused unless
+    ``overwrite=True``. Either may be a URL (a URL ``dst`` is written locally, then put
+    with no replace unless ``overwrite``).
+    """
+    src, dst = os.fspath(src), os.fspath(dst)
+    options = storage_options
+    if not exists(src, options):
+        raise FileNotFoundError(errno.ENOENT, "no such file", src)
+    if _same(src, dst):
+        raise ValueError("repair writes a new file; dst must differ from src")
+    if exists(dst, options) and not overwrite:
+        raise FileExistsError(errno.EEXIST, "the output exists; pass overwrite=True", dst)
+    if is_url(dst):
+        with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
+            staged = os.path.join(local, dst.rsplit("/", 1)[-1])
+            report = repair(
+                src,
+                staged,
+                compression=compression,
+                output_compression=output_compression,
+                storage_options=options,
+            )
+            upload(staged, dst, replace=overwrite, storage_options=options)
+        return report
+    writer = _core.RecordWriter(dst, output_compression, None, True, False)
+    try:
+        report = _scan(src, compression, lambda batch: writer.write_many(batch), options)
+        info = writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+    # A file that appeared at dst meanwhile is another writer's: never replaced silently.
+    _core.commit_shard(info["data"], dst, replace=overwrite)
+    return report
+
+
+def _same(a: str, b: str) -> bool:
+    if is_url(a) or is_url(b):
+        return a == b
+    return os.path.abspath(a) == os.path.abspath(b)

@@ -1,0 +1,644 @@
+"""Streaming input pipelines: the tf.data vocabulary, without TensorFlow.
+
+A :class:`Dataset` is a lazy plan of typed stages. Iterating it starts native threads that
+read, decompress, check, interleave, shard, cache, shuffle, parse, decode and batch
+records, with bounded queues between them; Python runs only the functions given to
+``map`` and ``filter``, which the engine calls. See :mod:`.plan` for how the stages are
+compiled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import fields, is_dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from .._renamed import renamed
+from ..image import DEFAULT_CROP_RATIO, ImageOptions
+from ..io.options import ReadOptions
+from ..io.paths import Paths, StorageOptions, expand_paths, opener_for
+from ..io.policy import OnError
+from ..io.records import _known_count, infer_schema
+from ..schema.features import Schema, _as_schema
+from ..schema.sequence import as_sequence_schema
+from . import plan as _plan
+from . import python_stages as _stages
+from .plan import (
+    Batch,
+    Cache,
+    DecodeImage,
+    Filter,
+    Interleave,
+    Map,
+    Parse,
+    ParseSequence,
+    Plan,
+    Prefetch,
+    Source,
+    op_name,
+)
+
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "DatasetIterator"]
+
+#: Let the library pick a parallelism or buffer size, as ``tf.data.AUTOTUNE``.
+AUTOTUNE = _stages.AUTOTUNE
+#: :meth:`Dataset.cardinality` of an endless dataset and of one of unknown length (as tf.data).
+INFINITE_CARDINALITY = _plan.INFINITE
+UNKNOWN_CARDINALITY = _plan.UNKNOWN
+_MASK = (1 << 64) - 1
+
+
+class Dataset:
+    """A lazily built input pipeline over TFRecord files, in tf.data's vocabulary.
+
+    >>> ds = (tfr.Dataset.list_files("train-*.tfrecord", shuffle=True, seed=0)  # doctest: +SKIP
+    ...       .interleave(cycle_length=4, block_length=16)
+    ...       .parse({"label": tfr.FixedLen([], "int64")})
+    ...       .shuffle(10_000, seed=1).batch(128).prefetch(tfr.AUTOTUNE))
+    >>> for batch in ds:  # doctest: +SKIP
+    ...     train_step(batch["label"])
+
+    Iterating yields file names (before ``interleave``), records as ``bytes``, parsed
+    Examples as dicts of NumPy arrays, or batches of those; a batch of parsed Examples is
+    what :func:`parse_examples` returns. Each iteration is one epoch; seeded shuffles give
+    a different order every epoch, the same sequence of orders every run.
+    """
+
+    def __init__(self, source: Source, ops: tuple[Any, ...] = ()) -> None:
+        self._source = source
+        self._ops = ops
+        self._iterations = 0
+        self._compiled: Plan | None = None
+
+    # -- constructors ------------------------------------------------------------------
+
+    @classmethod
+    def list_files(
+        cls,
+        pattern: Paths,
+        shuffle: bool = False,
+        seed: int | None = None,
+        *,
+        compression: str | None = "auto",
+        verify: bool = True,
+        on_error: OnError = "raise",
+        resync: bool = False,
+        max_record_bytes: int | None = None,
+        storage_options: StorageOptions = None,
+        options: ReadOptions | None = None,
+    ) -> Dataset:
+        """The files matching ``pattern`` (a glob, a path, a URL, or a list of them),
+        sorted, optionally shuffled with ``seed``. Read them with :meth:`interleave`.
+
+        ``on_error`` decides what damaged or unparsable records do: ``"raise"`` (the
+        default), ``"skip"``, ``"warn"``, or a callable given each error.
+        ``storage_options`` (credentials, an endpoint) go to the filesystem of URLs. The
+        read options are those of every reader (see :class:`~tfrecordkit.ReadOptions`),
+        ``report`` aside.
+        """
+        o = ReadOptions.given(options, locals())
+        ds = cls(_source(pattern, True, o))
+        if shuffle:
+            ds = ds._then(_core.Shuffle(max(1, len(ds._source.files)), _seed(seed)))
+        return ds
+
+    @classmethod
+    def from_files(
+        cls,
+        paths: Paths,
+        *,
+        compression: str | None = "auto",
+        verify: bool = True,
+        on_error: OnError = "raise",
+        resync: bool = False,
+        max_record_bytes: int | None = None,
+        storage_options: StorageOptions = None,
+        options: ReadOptions | None = None,
+    ) -> Dataset:
+        """The records of ``paths``, one file after another (as ``tf.data.TFRecordDataset``),
+        read with the options of every reader (see :class:`~tfrecordkit.ReadOptions`),
+        ``report`` aside."""
+        o = ReadOptions.given(options, locals())
+        return cls(_source(paths, False, o))
+
+    def _then(self, op: Any) -> Dataset:
+        ds = Dataset(self._source, (*self._ops, op))
+        ds._compile()
+        return ds
+
+    def interleave(
+        self,
+        cycle_length: int = AUTOTUNE,
+        block_length: int = 1,
+        num_parallel_calls: int | None = AUTOTUNE,
+        deterministic: bool = True,
+    ) -> Dataset:
+        """Reads the files, ``cycle_length`` at a time, ``block_length`` records from each
+        in turn. Each open file is read on its own native thread; ``num_parallel_calls``
+        of them read at once (all ``cycle_length`` with ``AUTOTUNE``, one at a time with
+        ``None``, as tf.data's sequential interleave), which changes how fast, never in
+        what order. With ``deterministic=False`` records come from whichever file has them
+        ready."""
+        _check_count("cycle_length", cycle_length, allow_autotune=True)
+        _check_count("block_length", block_length)
+        if num_parallel_calls is not None:
+            _check_count("num_parallel_calls", num_parallel_calls, allow_autotune=True)
+        cycle = _stages.cpus() if cycle_length == AUTOTUNE else int(cycle_length)
+        if num_parallel_calls == AUTOTUNE:
+            reads = 0
+        elif num_parallel_calls is None:
+            reads = 1
+        else:
+            reads = 0 if num_parallel_calls >= cycle else int(num_parallel_calls)
+        return self._then(Interleave(cycle, int(block_length), bool(deterministic), reads))
+
+    def parse(
+        self,
+        schema: Schema | dict[str, Any] | None = None,
+        sequence_schema: Schema | dict[str, Any] | None = None,
+    ) -> Dataset:
+        """Parses each record as a ``tf.train.Example`` with ``schema`` (inferred from the
+        first records of the first file when omitted). Batches are parsed in one native
+        call each, on worker threads.
+
+        With ``sequence_schema`` the records are ``SequenceExample``s: ``schema`` parses
+        their context and ``sequence_schema`` their feature lists, into one dict per
+        element (see :func:`tfrecordkit.parse_sequence_example`). An inferred schema of
+        SequenceExamples brings its feature lists' schema along.
+        """
+        if schema is None and sequence_schema is None:
+            first = self._source.files[:1]
+            if not first:
+                raise ValueError("cannot infer a schema from no files; pass one")
+            opener = self._source.opener
+            options = opener.storage_options if opener is not None else None
+            schema = infer_schema(first[0], storage_options=options)
+            sequence_schema = schema.sequence
+        if sequence_schema is None:
+            return self._then(Parse(_as_schema(schema)))
+        context = None if schema is None or not len(schema) else _as_schema(schema)
+        lists = as_sequence_schema(sequence_schema)
+        both = set(context or ()) & set(lists)
+        if both:
+            raise ValueError(f"{sorted(both)} name both context features and feature lists")
+        return self._then(ParseSequence(context, lists))
+
+    def decode_image(
+        self,
+        key: str,
+        channels: int = 3,
+        size: int | Sequence[int] | None = None,
+        dtype: Any = "float32",
+        resize: str = "bilinear",
+        *,
+        random_crop: bool | Sequence[float] = False,
+        crop_ratio: Sequence[float] = DEFAULT_CROP_RATIO,
+        random_flip: bool = False,
+        seed: int | None = None,
+    ) -> Dataset:
+        """Decodes the JPEG, PNG or WebP bytes of feature ``key`` into pixels, on the
+        pipeline's native threads: ``[height, width, channels]`` per element (a leading
+        batch axis when batched), ``float32`` in ``[0, 1]`` or ``uint8``.
+
+        ``size`` resizes as ``tf.image.resize`` (bilinear by default); ``random_crop``
+        and ``random_flip`` add the ImageNet training augmentation, drawn per record
+        and per epoch (``seed`` makes it repeatable). Batching images needs one shape:
+        give a ``size`` when the images differ. Undecodable images follow the
+        pipeline's ``on_error``. See :mod:`tfrecordkit.image`.
+
+        >>> ds = (tfr.Dataset.list_files("train-*.tfrecord")  # doctest: +SKIP
+        ...       .interleave(cycle_length=tfr.AUTOTUNE, deterministic=False)
+        ...       .parse({"image": tfr.FixedLen([], "bytes"), "label": tfr.FixedLen([], "int64")})
+        ...       .decode_image("image", size=224)
+        ...       .batch(128, drop_remainder=True).prefetch(tfr.AUTOTUNE))
+        """
+        options = ImageOptions.make(
+            channels,
+            size,
+            dtype,
+            resize,
+            random_crop=random_crop,
+            crop_ratio=crop_ratio,
+            random_flip=random_flip,
+            seed=seed,
+        )
+        return self._then(DecodeImage(str(key), options))
+
+    def map(self, fn: Callable[[Any], Any], num_parallel_calls: int | None = None) -> Dataset:
+        """Applies ``fn`` to each element; ``num_parallel_calls`` runs it on that many
+        threads, keeping the order. With ``AUTOTUNE`` it runs on one thread per core when
+        that delivers more (``fn`` spending its time in NumPy, I/O or native code, which
+        release the GIL) and serially otherwise (a cheap ``fn``, or one holding the GIL),
+        trying both ways again every few seconds. The stages after it still run in the
+        engine, which calls ``fn``; map after ``batch`` to call it once per batch."""
+        if not callable(fn):
+            raise TypeError(f"map needs a callable, not {type(fn).__name__}")
+        if num_parallel_calls is not None:
+            _check_count("num_parallel_calls", num_parallel_calls, allow_autotune=True)
+        return self._then(Map(fn, num_parallel_calls))
+
+    def filter(self, predicate: Callable[[Any], Any]) -> Dataset:
+        """Keeps the elements for which ``predicate`` is true."""
+        if not callable(predicate):
+            raise TypeError(f"filter needs a callable, not {type(predicate).__name__}")
+        return self._then(Filter(predicate))
+
+    def shuffle(self, buffer_size: int, seed: int | None = None) -> Dataset:
+        """Shuffles through a buffer of ``buffer_size`` elements, as tf.data does; a new
+        order every epoch (a seed makes the sequence of orders repeatable)."""
+        _check_count("buffer_size", buffer_size)
+        return self._then(_core.Shuffle(int(buffer_size), _seed(seed)))
+
+    def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+        """Groups ``batch_size`` elements; parsed Examples become dicts of arrays with a
+        leading batch axis (``VarLen`` features a :class:`Ragged`)."""
+        _check_count("batch_size", batch_size)
+        batch = Batch(int(batch_size), bool(drop_remainder))
+        last = self._ops[-1] if self._ops else None
+        if isinstance(last, ParseSequence) and not last.batched:
+            # Batch the records, then parse each batch in one call, padded as one.
+            ds = Dataset(self._source, self._ops[:-1])._then(batch)
+            return ds._then(replace(last, batched=True))
+        return self._then(batch)
+
+    def repeat(self, count: int | None = None) -> Dataset:
+        """Repeats the dataset ``count`` times (forever when ``None``); every repetition
+        is a new epoch for the shuffles before it."""
+        if count is not None and (not isinstance(count, int) or count < 0):
+            if count != -1:
+                raise ValueError(f"count must be None or a non-negative int, not {count!r}")
+            count = None
+        return self._then(_core.Repeat(count))
+
+    def cache(self, filename: str | None = None) -> Dataset:
+        """Keeps the elements of the first complete pass, in memory or in ``filename`` (a
+        TFRecord file, reused by later runs while it exists); later passes replay them.
+
+        The file holds records, or after a ``map`` the elements in a data-only format
+        (never pickle: a file found at ``filename`` is read as data, and one that is not a
+        cache raises a ``DataLossError``). It holds dicts, tuples, lists, NumPy arrays and
+        scalars, bytes, str, numbers, ``Ragged`` and ``Sparse``; an element of another type
+        raises ``TypeError`` when the file is written; cache it without a ``filename``."""
+        return self._then(Cache(filename, _stages.CacheStore(filename)))
+
+    def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
+        """Prepares up to ``buffer_size`` elements ahead of the consumer."""
+        _check_count("buffer_size", buffer_size, allow_autotune=True)
+        return self._then(Prefetch(4 if buffer_size == AUTOTUNE else int(buffer_size)))
+
+    def take(self, count: int) -> Dataset:
+        """The first ``count`` elements."""
+        _check_count("count", count, allow_zero=True)
+        return self._then(_core.Take(int(count)))
+
+    def skip(self, count: int) -> Dataset:
+        """All but the first ``count`` elements."""
+        _check_count("count", count, allow_zero=True)
+        return self._then(_core.Skip(int(count)))
+
+    def shard(self, num_shards: int, index: int) -> Dataset:
+        """Every ``num_shards``-th element, starting at ``index``. Before ``interleave``
+        this splits the files, after it the records."""
+        _check_count("num_shards", num_shards)
+        if not isinstance(index, int) or not 0 <= index < num_shards:
+            raise ValueError(f"index must be in [0, {num_shards}), not {index!r}")
+        return self._then(_core.Shard(int(num_shards), index))
+
+    # -- iteration ---------------------------------------------------------------------
+
+    def __iter__(self) -> DatasetIterator:
+        epoch = self._iterations
+        self._iterations += 1
+        return DatasetIterator(self, epoch, 0)
+
+    def iterate(
+        self, epoch: int | None = None, state: dict[str, Any] | None = None
+    ) -> DatasetIterator:
+        """An iterator over epoch ``epoch`` (the next one when omitted), or resumed from
+        ``state``, a :meth:`DatasetIterator.state` of the same pipeline.
+
+        A resumed iterator yields exactly what the interrupted one would have yielded
+        next; it gets there by running the pipeline again and dropping what was already
+        delivered, so the pipeline must be deterministic (seeded shuffles, a
+        deterministic interleave).
+        """
+        if state is not None:
+            if state.get("fingerprint") != self._fingerprint():
+                raise ValueError("this state was saved from a different pipeline")
+            self._check_deterministic()
+            return DatasetIterator(self, int(state["epoch"]), int(state["position"]))
+        if epoch is None:
+            epoch = self._iterations
+            self._iterations += 1
+        return DatasetIterator(self, epoch, 0)
+
+    def as_numpy_iterator(self) -> DatasetIterator:
+        """Iteration as it is: elements are NumPy arrays already (as tf.data's method)."""
+        return iter(self)
+
+    def cardinality(self) -> int:
+        """The number of elements in one epoch, as tf.data's ``cardinality()``, known
+        without reading the data: from the number of files, and the record counts that
+        manifests (``write_dataset``, ``convert``) and ``.idx`` / ``.gzi`` sidecars give.
+        ``INFINITE_CARDINALITY`` (-1) after ``repeat()``; ``UNKNOWN_CARDINALITY`` (-2)
+        where a file's count is not given, after ``filter``, or when ``on_error`` may skip
+        records. ``len(ds)`` is the same number.
+
+        >>> tfr.load("out", "train").batch(32).cardinality()  # doctest: +SKIP
+        313
+        """
+        return _plan.cardinality(self._source, self._ops)
+
+    def __len__(self) -> int:
+        """:meth:`cardinality`; a ``TypeError`` when it is infinite or unknown, as tf.data."""
+        n = self.cardinality()
+        if n == INFINITE_CARDINALITY:
+            raise TypeError("the dataset is infinite")
+        if n < 0:
+            raise TypeError(
+                "the dataset's length is not known without reading it (a file with no count "
+                "in a manifest or index sidecar, a filter(), a shuffled subset of the files, "
+                "or an on_error that skips records)"
+            )
+        return n
+
+    def __bool__(self) -> bool:
+        return True
+
+    @property
+    def files(self) -> list[str]:
+        """Every file the pipeline may read."""
+        return list(self._source.files)
+
+    @property
+    def element_spec(self) -> Any:
+        """What each element holds, as ``tf.data``'s ``element_spec``: an
+        :class:`~tfrecordkit.pipeline.plan.ElementSpec` (shape, dtype, ragged) for records, a dict
+        of them for parsed Examples (leading ``None`` for batches that may be short);
+        ``None`` once ``map`` or ``filter`` may change the elements."""
+        return _plan.element_spec(self._compile())
+
+    @property
+    def element_schema(self) -> Schema | None:
+        """The schema elements are parsed with, when the pipeline parses."""
+        return self._compile().schema
+
+    def __repr__(self) -> str:
+        names = ".".join(op_name(op) for op in self._ops)
+        return f"<Dataset of {len(self._source.files)} files{'.' if names else ''}{names}>"
+
+    # -- sharing among consumers and adapters -----------------------------------------
+
+    def share(self, num_shards: int | None = None, index: int = 0, **old: int) -> Dataset:
+        """The part of this pipeline that consumer ``index`` of ``num_shards`` (DataLoader
+        workers times distributed ranks) reads, so that together they read every record
+        once: a share of the files when there are at least ``num_shards`` of them,
+        otherwise every ``num_shards``-th record. The same two numbers as :meth:`shard`,
+        ``IndexedDataset.batches`` and :meth:`to_torch` (there ``world_size`` ranks of
+        ``num_workers`` DataLoader workers are ``num_shards = world_size * num_workers``
+        consumers, rank ``r``'s worker ``w`` being ``index = r * num_workers + w``).
+
+        >>> parts = [ds.share(4, i) for i in range(4)]  # doctest: +SKIP
+        """
+        unknown = sorted(set(old) - {"count"})
+        if unknown:
+            raise TypeError(f"share() got an unexpected keyword argument {unknown[0]!r}")
+        why = "one name for the consumer count everywhere"
+        count = renamed("share", "num_shards", num_shards, "count", old.get("count"), why)
+        if count is None:
+            raise TypeError("share() missing its argument 'num_shards'")
+        _check_count("num_shards", count)
+        if not isinstance(index, int) or not 0 <= index < count:
+            raise ValueError(f"index must be in [0, {count}), not {index!r}")
+        if count == 1:
+            return self
+        by_files = len(self._source.files) >= count
+        # A consumer's cache holds its own share: never one filled by the whole pipeline.
+        suffix = f".{index}-of-{count}"
+        ops = [_own_cache(op, suffix) if isinstance(op, Cache) else op for op in self._ops]
+        if not by_files and self._source.files_level:
+            # Splitting records needs one file order in every consumer, whichever process
+            # made it: an unseeded file shuffle gets a seed from the pipeline itself.
+            shared = _core.mix_seed(int(self._fingerprint(), 16), 0)
+            for i, op in enumerate(ops):
+                if isinstance(op, Interleave):
+                    break
+                if isinstance(op, _core.Shuffle) and op.seed is None:
+                    ops[i] = _core.Shuffle(op.buffer_size, shared)
+        return Dataset(replace(self._source, consumers=(count, index, by_files)), tuple(ops))
+
+    def to_torch(
+        self,
+        *,
+        epoch: int = 0,
+        tensors: bool = True,
+        rank: int | None = None,
+        world_size: int | None = None,
+        device: Any = None,
+        pin_memory: bool = False,
+    ) -> Any:
+        """A ``torch.utils.data.IterableDataset`` over this pipeline that splits the work
+        among DataLoader workers and ``torch.distributed`` ranks so that every record is
+        delivered exactly once per epoch.
+
+        Call it after ``init_process_group`` (or pass ``rank`` and ``world_size``). Use
+        ``DataLoader(ds, batch_size=None)`` when the pipeline batches, and
+        ``ds.set_epoch(e)`` before each epoch to reshuffle. ``pin_memory=True`` and
+        ``device="cuda"`` hand each batch to the GPU asynchronously (iterate in the main
+        process: the pipeline's native threads already decode in parallel); send
+        ``uint8`` images and normalize them there.
+
+        Under ``torchdata``'s ``StatefulDataLoader``, ``state_dict()`` saves each
+        consumer's position and ``load_state_dict()`` resumes the epoch exactly (seeded
+        shuffles needed). ``len()`` is this rank's number of elements when
+        :meth:`cardinality` knows it, exact without DataLoader workers (with them, each
+        worker batches its own share)."""
+        from ..integrations.torch import TorchDataset
+
+        return TorchDataset(
+            self,
+            epoch=epoch,
+            tensors=tensors,
+            rank=rank,
+            world_size=world_size,
+            device=device,
+            pin_memory=pin_memory,
+        )
+
+    def to_tf(self, output_signature: Any = None) -> Any:
+        """A ``tf.data.Dataset`` yielding this pipeline's elements as tensors (``VarLen``
+        features as ``tf.RaggedTensor``). The signature comes from the schema; pass
+        ``output_signature`` when ``map`` changes the elements. A known
+        :meth:`cardinality` is asserted on it, so ``len()`` works there too."""
+        from ..integrations.tf import to_tf
+
+        return to_tf(self, output_signature)
+
+    def to_arrow(self, strings: bool = False) -> Any:
+        """The batches of this parsed pipeline as a ``pyarrow.RecordBatchReader``, one
+        record batch per batch, every kind of feature typed as :func:`tfrecordkit.read_arrow`
+        types it (bytes as ``large_binary`` or, with ``strings=True``, ``large_string``),
+        except that ``FixedLenSequence`` rows come padded to their batch's longest, as the
+        pipeline gives them. For SequenceExamples use ``read_arrow(sequence_schema=...)``."""
+        from ..integrations.arrow_batches import to_arrow
+
+        return to_arrow(self, strings)
+
+    def to_jax(self) -> Iterator[Any]:
+        """Iterates with every numeric array placed on JAX's default device."""
+        from ..integrations.jax import to_jax
+
+        return to_jax(self)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _compile(self) -> Plan:
+        if self._compiled is None:
+            self._compiled = _plan.compile_plan(self._source.files_level, self._ops)
+        return self._compiled
+
+    def _fingerprint(self) -> str:
+        def describe(op: Any) -> str:
+            if not is_dataclass(op):
+                return repr(op)
+            parts = [op_name(op)]
+            for f in fields(op):
+                a = getattr(op, f.name)
+                if isinstance(a, _stages.CacheStore):
+                    continue
+                parts.append(
+                    a.to_json(sort_keys=True)
+                    if isinstance(a, Schema)
+                    else getattr(a, "__qualname__", None) or repr(a)
+                )
+            return "/".join(parts)
+
+        text = json.dumps(
+            [list(self._source.files), [describe(op) for op in self._ops]], default=str
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def _check_deterministic(self) -> None:
+        plan = self._compile()
+        if not plan.interleave.deterministic:
+            raise ValueError("a resumable pipeline needs interleave(deterministic=True)")
+        for op in self._ops:
+            if isinstance(op, _core.Shuffle) and op.seed is None:
+                raise ValueError("a resumable pipeline needs a seed for every shuffle")
+            if isinstance(op, DecodeImage) and op.options.augments and op.options.seed is None:
+                raise ValueError("a resumable pipeline needs a seed for random image augmentation")
+
+    def _elements(self, epoch: int) -> Iterator[Any]:
+        return _plan.elements(self._source, self._compile(), epoch)
+
+
+class DatasetIterator(Iterator[Any]):
+    """Iterates one epoch of a :class:`Dataset`; :meth:`state` saves the position."""
+
+    def __init__(self, dataset: Dataset, epoch: int, position: int) -> None:
+        self._dataset = dataset
+        self.epoch = epoch
+        self.position = 0
+        self._it = dataset._elements(epoch)
+        for _ in range(position):
+            try:
+                next(self._it)
+            except StopIteration:
+                raise ValueError(
+                    f"cannot resume at element {position}: the epoch has only {self.position}"
+                ) from None
+            self.position += 1
+
+    def __iter__(self) -> DatasetIterator:
+        return self
+
+    def __next__(self) -> Any:
+        element = next(self._it)
+        self.position += 1
+        return element
+
+    def state(self) -> dict[str, Any]:
+        """A small JSON-able position; ``dataset.iterate(state=...)`` resumes from it."""
+        self._dataset._check_deterministic()
+        return {
+            "epoch": self.epoch,
+            "position": self.position,
+            "fingerprint": self._dataset._fingerprint(),
+        }
+
+    def close(self) -> None:
+        """Stops the pipeline's threads now rather than when the iterator is collected."""
+        close = getattr(self._it, "close", None)
+        if close is not None:
+            close()
+
+
+def _seed(seed: Any) -> int | None:
+    if seed is None:
+        return None
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int or None, not {seed!r}")
+    return int(seed) & _MASK
+
+
+def _check_count(
+    name: str, value: Any, allow_autotune: bool = False, allow_zero: bool = False
+) -> None:
+    if allow_autotune and value == AUTOTUNE:
+        return
+    low = 0 if allow_zero else 1
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, not {value!r}")
+
+
+def _source(paths: Paths, files_level: bool, o: ReadOptions) -> Source:
+    if o.report is not None:
+        raise ValueError(
+            "a Dataset fills no ReadReport: count what is skipped with on_error=<a callable>"
+        )
+    files = tuple(expand_paths(paths, storage_options=o.storage_options))
+    opener = opener_for(files, o.storage_options)
+    counts = _RecordCounts(files, o.storage_options)
+    return Source(
+        files,
+        files_level,
+        o.compression,
+        o.verify,
+        o.on_error,
+        o.max_record_bytes,
+        resync=o.resync,
+        opener=opener,
+        counts=counts,
+    )
+
+
+class _RecordCounts:
+    """The record count of each file as its dataset manifest or index sidecar gives it
+    (``None`` where neither does), looked up once, when first asked for."""
+
+    def __init__(self, files: tuple[str, ...], storage_options: StorageOptions) -> None:
+        self._files, self._options = files, storage_options
+        self._counts: tuple[int | None, ...] | None = None
+
+    def __call__(self) -> tuple[int | None, ...]:
+        if self._counts is None:
+            manifests: dict[str, Any] = {}
+
+            def known(path: str) -> int | None:
+                try:
+                    return _known_count(path, manifests, self._options)
+                except (OSError, ValueError):
+                    return None
+
+            self._counts = tuple(known(f) for f in self._files)
+        return self._counts
+
+
+def _own_cache(op: Cache, suffix: str) -> Cache:
+    store = op.store.share(suffix)
+    return Cache(store.filename, store)

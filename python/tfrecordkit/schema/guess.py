@@ -1,0 +1,54 @@
+"""Guessing a schema from decoded Examples."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import SchemaError
+from .features import FixedLen, Schema, Spec, VarLen
+
+__all__ = ["SchemaGuess"]
+
+
+class SchemaGuess:
+    """Accumulates decoded Examples and guesses their schema: a feature present in every
+    Example with the same number of values is ``FixedLen`` (shape ``[]`` for one value),
+    anything else ``VarLen``."""
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self._kinds: dict[str, str] = {}
+        self._counts: dict[str, set[int]] = {}
+        self._present: dict[str, int] = {}
+
+    def add(self, example: Mapping[str, Any]) -> None:
+        """Takes one Example as :func:`decode_example` returns it."""
+        self.examples += 1
+        for key, values in example.items():
+            if isinstance(values, np.ndarray):
+                kind = "int64" if values.dtype == np.int64 else "float32"
+            elif values:
+                kind = "bytes"
+            else:
+                kind = self._kinds.get(key, "")
+            if kind and self._kinds.setdefault(key, kind) != kind:
+                raise SchemaError(
+                    f"feature {key!r} is {self._kinds[key]} in some Examples and {kind} in others",
+                    key=key,
+                )
+            self._counts.setdefault(key, set()).add(len(values))
+            self._present[key] = self._present.get(key, 0) + 1
+
+    def schema(self) -> Schema:
+        specs: dict[str, Spec] = {}
+        for key, kind in self._kinds.items():
+            sizes = self._counts[key]
+            if self._present[key] == self.examples and len(sizes) == 1:
+                (size,) = sizes
+                specs[key] = FixedLen([] if size == 1 else [size], kind)
+            else:
+                specs[key] = VarLen(kind)
+        return Schema(specs)
