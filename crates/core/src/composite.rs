@@ -158,6 +158,7 @@ fn sparse_rows(
     // Made (as the identity) only once an entry turns out to be out of order.
     let mut order: Vec<usize> = Vec::new();
     let mut pairs: Vec<(i64, usize)> = Vec::new();
+    let mut packed: Vec<u64> = Vec::new();
     for r in rows {
         let (start, end) = (value_splits[r] as usize, value_splits[r + 1] as usize);
         let n = end - start;
@@ -178,15 +179,30 @@ fn sparse_rows(
         if rank == 1 {
             let idx = index[0].row(r);
             if !already_sorted && idx.windows(2).any(|w| w[0] > w[1]) {
-                // (index, position) pairs are unique, so the unstable sort keeps the
-                // order of entries at one index, as a stable one would.
-                pairs.clear();
-                pairs.extend(idx.iter().zip(start..end).map(|(&i, k)| (i, k)));
-                pairs.sort_unstable();
                 if order.is_empty() {
                     order.extend(first..last);
                 }
                 let order = &mut order[start - first..end - first];
+                // (index, position) pairs are unique, so the unstable sort keeps the
+                // order of entries at one index, as a stable one would. Packed into one
+                // u64 each where they fit (the usual case), they sort several times
+                // faster than as tuples.
+                if n <= 1 << 32 && idx.iter().all(|&i| (0..1 << 32).contains(&i)) {
+                    packed.clear();
+                    packed.extend(idx.iter().zip(0u64..).map(|(&i, p)| (i as u64) << 32 | p));
+                    packed.sort_unstable();
+                    let at = indices.len();
+                    indices.resize(at + 2 * n, r as i64);
+                    let pairs = indices[at..].chunks_exact_mut(2);
+                    for ((slot, pair), &key) in order.iter_mut().zip(pairs).zip(packed.iter()) {
+                        *slot = start + (key & 0xffff_ffff) as usize;
+                        pair[1] = (key >> 32) as i64;
+                    }
+                    continue;
+                }
+                pairs.clear();
+                pairs.extend(idx.iter().zip(start..end).map(|(&i, k)| (i, k)));
+                pairs.sort_unstable();
                 for (slot, &(i, k)) in order.iter_mut().zip(pairs.iter()) {
                     *slot = k;
                     indices.extend([r as i64, i]);

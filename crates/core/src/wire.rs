@@ -41,10 +41,31 @@ impl<'a> WireReader<'a> {
 
     #[inline(always)]
     pub fn varint(&mut self) -> Result<u64> {
-        if let Some(&b) = self.buf.get(self.pos) {
+        let pos = self.pos;
+        if let Some(&b) = self.buf.get(pos) {
             if b < 0x80 {
                 self.pos += 1;
                 return Ok(u64::from(b));
+            }
+        }
+        if let Some(bytes) = self.buf.get(pos..pos + 8) {
+            // Up to 8 bytes at once: the first byte without its high bit ends the varint,
+            // and the 7-bit groups before it are packed together in three steps.
+            let word = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+            let ends = !word & 0x8080_8080_8080_8080;
+            if ends != 0 {
+                let len = (ends.trailing_zeros() / 8 + 1) as usize;
+                let mask = if len == 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * len)) - 1
+                };
+                let mut x = word & mask & 0x7f7f_7f7f_7f7f_7f7f;
+                x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+                x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+                x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+                self.pos = pos + len;
+                return Ok(x);
             }
         }
         self.varint_slow()
@@ -204,6 +225,29 @@ mod tests {
             assert_eq!(out.len(), varint_len(v));
             assert_eq!(WireReader::new(&out).varint().unwrap(), v);
         }
+    }
+
+    #[test]
+    fn varints_of_every_length_read_alike_with_and_without_bytes_after_them() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut values: Vec<u64> = (0..64).map(|b| 1u64 << b).collect();
+        values.extend((0..64).map(|b| (1u64 << b) - 1));
+        values.extend((0..2000).map(|_| rng.u64(..) >> rng.u32(0..64)));
+        for v in values {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            let len = out.len();
+            let mut r = WireReader::new(&out);
+            assert_eq!((r.varint().unwrap(), r.pos()), (v, len));
+            out.extend([0xff; 9]);
+            let mut r = WireReader::new(&out);
+            assert_eq!((r.varint().unwrap(), r.pos()), (v, len));
+        }
+        // Longer than needed, as protobuf allows: 0 in two bytes, 1 in five.
+        let padded = [0x80, 0x00, 0x81, 0x80, 0x80, 0x80, 0x00, 0, 0, 0];
+        let mut r = WireReader::new(&padded);
+        assert_eq!(r.varint().unwrap(), 0);
+        assert_eq!((r.varint().unwrap(), r.pos()), (1, 7));
     }
 
     #[test]
