@@ -92,13 +92,13 @@ def test_a_hugging_face_dataset_is_written_a_batch_at_a_time(tmp_path, monkeypat
     from tfrecordkit.datasets import writer
 
     seen: list[int] = []
-    encode = writer.encode_examples
+    as_table = writer.as_table
 
     def spy(batch, schema=None):
         seen.append(batch.num_rows)
-        return encode(batch, schema)
+        return as_table(batch, schema)
 
-    monkeypatch.setattr(writer, "encode_examples", spy)
+    monkeypatch.setattr(writer, "as_table", spy)
     hf = datasets.Dataset.from_dict({"x": list(range(150_000))})
     written = tfr.write_dataset(hf, str(tmp_path / "big" / "train"))
     assert written.records == 150_000

@@ -117,6 +117,46 @@ def test_write_dataset_streams_a_record_batch_reader(tmp_path):
     assert rows == [(i, f"n{i}", [i] * (i % 3)) for i in range(1000)]
 
 
+def test_a_record_batch_reader_fills_shards_as_rows_do(tmp_path):
+    # Filling shards up to max_shard_bytes cuts the stream where writing it row by row
+    # would, whatever the record batches.
+    def reader(per_batch):
+        schema = pa.schema([("id", pa.int64()), ("v", pa.list_(pa.int64()))])
+        batches = (
+            pa.RecordBatch.from_pydict(
+                {
+                    "id": list(range(a, min(a + per_batch, 900))),
+                    "v": [[i] * (i % 7) for i in range(a, min(a + per_batch, 900))],
+                },
+                schema=schema,
+            )
+            for a in range(0, 900, per_batch)
+        )
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    rows = ({"id": i, "v": np.full(i % 7, i, dtype=np.int64)} for i in range(900))
+    by_rows = tfr.write_dataset(rows, str(tmp_path / "rows"), max_shard_bytes=4000, progress=False)
+    assert len(by_rows.shards) > 3
+    for per_batch in (1, 50, 1000):
+        out = tfr.write_dataset(
+            reader(per_batch),
+            str(tmp_path / f"b{per_batch}"),
+            max_shard_bytes=4000,
+            progress=False,
+        )
+        assert [s.records for s in out.shards] == [s.records for s in by_rows.shards]
+        for ours, theirs in zip(out.files, by_rows.files, strict=True):
+            assert list(tfr.read_records(ours)) == list(tfr.read_records(theirs))
+
+
+def test_a_record_batch_reader_is_dealt_evenly_across_num_shards(tmp_path):
+    out = tfr.write_dataset(_stream(1001, 7), str(tmp_path / "s"), num_shards=4, progress=False)
+    counts = [s.records for s in out.shards]
+    assert sum(counts) == 1001 and max(counts) - min(counts) <= 1
+    with pytest.raises(ValueError, match="hosts"):
+        tfr.write_dataset(_stream(10, 5), str(tmp_path / "h"), hosts=2, progress=False)
+
+
 def test_write_dataset_takes_arrow_datasets_and_polars_frames(tmp_path):
     import polars
     import pyarrow.dataset as pads

@@ -18,7 +18,7 @@ from ..errors import SchemaError
 from ..io.paths import StorageOptions, is_url, remove, upload
 from ..io.records import SEEKABLE_MEMBER_BYTES
 from ..schema.columns import as_table
-from ..schema.example import decode_example, encode_example, encode_examples
+from ..schema.example import decode_example, encode_example
 from ..schema.features import Schema
 from ..schema.guess import SchemaGuess
 from .commit import DatasetCommit
@@ -285,7 +285,8 @@ def write_dataset(
     Shards: ``num_shards`` fixed, or as many as keep each under ``max_shard_bytes`` and, given
     ``hosts`` (reading machines), at least ten per host when the data is large enough.
     Table rows (and sized iterables) are split into contiguous runs; unsized iterables are
-    dealt round-robin across a fixed ``num_shards``, or fill one shard after another.
+    dealt round-robin across a fixed ``num_shards`` (a stream of record batches: each batch
+    in contiguous runs), or fill one shard after another.
 
     Every shard is written under a temporary name and renamed only when all are complete
     and synced; any error (disk full, Ctrl-C) removes the temporaries and leaves no final
@@ -358,18 +359,62 @@ def _is_arrow_stream(data: Any) -> bool:
 
 
 def _write_arrow_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
-    """Writes a ``pyarrow.RecordBatchReader`` a record batch at a time: each batch is
-    encoded natively and streamed to the shards, so memory holds one batch."""
-    first: list[Any] = []
-
-    def records() -> Iterator[bytes]:
-        for batch in data:
-            if not first:
-                first.append(as_table(batch, schema).schema())
-            yield from encode_examples(batch, schema)
-
-    infos, _ = _write_stream(records(), shards, None, num_shards, max_bytes, hosts, progress)
-    return infos, first[0] if first else None
+    """Writes a ``pyarrow.RecordBatchReader`` a record batch at a time, each encoded and
+    written natively (no Python object per row), so memory holds one batch. With
+    ``num_shards``, each batch is dealt across the shards in contiguous runs of about equal
+    rows; otherwise shards fill one after another up to ``max_bytes``."""
+    if hosts is not None and num_shards is None:
+        raise ValueError(
+            "hosts needs the data's size up front: pass a table or a sized collection, "
+            "or choose num_shards"
+        )
+    bar = Progress(progress, None, "writing")
+    out_schema = None
+    infos: list[dict[str, Any]] = []
+    try:
+        if num_shards is not None:
+            writers = [shards.new(k) for k in range(_plan_shards(0, num_shards, max_bytes, None))]
+            n, turn = len(writers), 0
+            for batch in data:
+                table = as_table(batch, schema)
+                out_schema = out_schema or table.schema()
+                native, rows = table.native(), table.rows
+                for k in range(n):
+                    a, b = rows * k // n, rows * (k + 1) // n
+                    if b > a:
+                        writers[(turn + k) % n].write_columns(native, a, b, False)
+                # The next batch's first run goes to the shard after this one's last.
+                turn = (turn + rows) % n
+                bar.update(rows)
+            infos = [shards.finish(w) for w in writers]
+        else:
+            w, filled = None, 0
+            for batch in data:
+                table = as_table(batch, schema)
+                out_schema = out_schema or table.schema()
+                native, rows = table.native(), table.rows
+                # A shard takes rows while what it holds is under max_bytes.
+                ends = np.cumsum(_core.framed_row_sizes(native), dtype=np.uint64)
+                a = 0
+                while a < rows:
+                    if w is None or filled >= max_bytes:
+                        if w is not None:
+                            infos.append(shards.finish(w))
+                        w, filled = shards.new(len(infos)), 0
+                    before = int(ends[a - 1]) if a else 0
+                    room = max_bytes - filled + before
+                    b = max(a + 1, int(np.searchsorted(ends[a:], room, side="left")) + a + 1)
+                    b = min(b, rows)
+                    w.write_columns(native, a, b, False)
+                    filled += int(ends[b - 1]) - before
+                    bar.update(b - a)
+                    a = b
+            if w is None:
+                w = shards.new(0)
+            infos.append(shards.finish(w))
+    finally:
+        bar.close()
+    return infos, out_schema
 
 
 def _is_table(data: Any) -> bool:
