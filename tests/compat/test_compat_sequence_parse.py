@@ -260,3 +260,41 @@ def test_round_trip_agrees_with_tensorflow(batch):
         batch, (tfr.parse_single_sequence_example(r, None, lists) for r in records), strict=True
     ):
         assert lists_one["x"].tolist() == steps
+
+
+def test_a_pipeline_parses_sequence_examples_in_the_engine_record_by_record(tmp_path):
+    path = str(tmp_path / "seq.tfrecord")
+    records = [
+        tfr.encode_sequence_example(
+            {"id": i}, {"frames": np.full((i % 4 + 1, 2), i, np.float32), "tags": [[i]] * i}
+        )
+        for i in range(12)
+    ]
+    # A truncated field: the record cannot be decoded.
+    damaged = [*records[:5], b"\x12\x10\x0a\x03bad", *records[5:]]
+    with tfr.RecordWriter(path) as w:
+        w.write_many(damaged)
+    context = {"id": tf.io.FixedLenFeature([], tf.int64)}
+    lists = {
+        "frames": tf.io.FixedLenSequenceFeature([2], tf.float32),
+        "tags": tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64),
+    }
+    with pytest.raises(tfr.ExampleDecodeError) as err:
+        list(tfr.Dataset.from_files(path).parse(context, lists).batch(4))
+    assert err.value.record_index == 5 and err.value.path == path
+    ds = tfr.Dataset.from_files(path, on_error="warn").parse(context, lists)
+    with pytest.warns(tfr.DataLossWarning):
+        batches = list(ds.batch(4))
+    # Units of 4 records; the one with the damaged record is one short.
+    assert [b["id"].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9, 10], [11]]
+    for batch, start in zip(batches, (0, 4, 7, 11), strict=True):
+        n = len(batch["id"])
+        theirs = tf.io.parse_sequence_example(records[start : start + n], context, lists)
+        np.testing.assert_array_equal(batch["frames"], theirs[1]["frames"].numpy())
+        assert batch["tags"].to_list() == theirs[1]["tags"].to_list()
+    with pytest.warns(tfr.DataLossWarning):
+        one_by_one = list(ds)
+    assert [int(e["id"]) for e in one_by_one] == list(range(12))
+    for e in one_by_one:
+        i = int(e["id"])
+        assert e["frames"].shape == (i % 4 + 1, 2) and e["tags"].to_list() == [[i]] * i

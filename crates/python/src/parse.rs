@@ -9,7 +9,7 @@ use tfrecordkit_core::{
     PartitionSource, Schema, SparseValues, SpecKind,
 };
 
-use tfrecordkit_core::sequence;
+use tfrecordkit_core::sequence::{self, FeatureListColumn};
 
 use crate::errors::IntoPyResult;
 
@@ -371,16 +371,19 @@ pub fn parse_feature_lists<'py>(
         })?
         .py_err(py)?;
         cols.into_iter()
-            .map(|c| {
-                Ok((
-                    column_to_py(py, c.values)?,
-                    PyArray1::from_vec(py, c.steps).into_any(),
-                    PyArray1::from_vec(py, c.step_values).into_any(),
-                    PyArray1::from_vec(py, c.present).into_any(),
-                ))
-            })
+            .map(|c| feature_list_to_py(py, c))
             .collect()
     })
+}
+
+/// A feature list column as `(values, steps, step_values, present)` arrays.
+pub fn feature_list_to_py(py: Python<'_>, c: FeatureListColumn) -> PyResult<FeatureListPy<'_>> {
+    Ok((
+        column_to_py(py, c.values)?,
+        PyArray1::from_vec(py, c.steps).into_any(),
+        PyArray1::from_vec(py, c.step_values).into_any(),
+        PyArray1::from_vec(py, c.present).into_any(),
+    ))
 }
 
 /// A `FixedLenSequence` list of a batch padded to `[records, width * stride]` with `pad`

@@ -14,7 +14,10 @@ use tfrecordkit_core::{Compression, ReadOptions};
 
 use crate::errors::IntoPyResult;
 use crate::image::{pixels_to_py, ImageSpec};
-use crate::parse::{assembled_to_py, parsed_column_to_py, CompiledSchema};
+use crate::parse::{
+    assembled_to_py, dtype_of, feature_list_to_py, parsed_column_to_py, CompiledSchema,
+};
+use tfrecordkit_core::Assembled;
 
 /// Records kept after a pipeline's first complete pass (in memory, or in a file).
 #[pyclass(module = "tfrecordkit._core", frozen)]
@@ -278,6 +281,7 @@ struct PlanSpec<'py> {
     drop_remainder: bool,
     refill: bool,
     schema: Option<PyRef<'py, CompiledSchema>>,
+    feature_lists: Option<Vec<(String, String)>>,
     images: Vec<(usize, PyRef<'py, ImageSpec>, u64)>,
     parse_workers: usize,
     prefetch: usize,
@@ -313,6 +317,15 @@ impl PlanSpec<'_> {
             drop_remainder: self.drop_remainder,
             refill: self.refill,
             schema: self.schema.map(|s| Arc::new(s.schema.clone())),
+            feature_lists: match self.feature_lists {
+                Some(wanted) => Some(Arc::new(
+                    wanted
+                        .into_iter()
+                        .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
+                        .collect::<PyResult<Vec<_>>>()?,
+                )),
+                None => None,
+            },
             parse_workers: self.parse_workers,
             prefetch: self.prefetch,
             on_error: if self.continue_on_error {
@@ -377,7 +390,6 @@ impl Pipeline {
                     (keys.into_pyarray(py), records.into_any())
                 }
                 Payload::Parsed(parsed, keys, assembled) => {
-                    let pool = self.inner.pixel_pool();
                     let schema = self.inner.schema().expect("a parsed unit has a schema");
                     let assembled = match assembled {
                         Some(assembled) => assembled,
@@ -387,19 +399,43 @@ impl Pipeline {
                             py.detach(|| schema.assemble(&columns)).py_err(py)?
                         }
                     };
-                    let n = parsed.len();
-                    let mut parsed: Vec<Option<Decoded>> = parsed.into_iter().map(Some).collect();
-                    let out = assembled_to_py(py, assembled, n, false, |i| {
-                        match parsed[i].take().expect("each column converted once") {
-                            Decoded::Feature(p) => parsed_column_to_py(py, p),
-                            Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool)),
-                        }
-                    })?;
-                    (keys.into_pyarray(py), PyList::new(py, out)?.into_any())
+                    let out = self.columns_to_py(py, parsed, assembled)?;
+                    (keys.into_pyarray(py), out.into_any())
+                }
+                Payload::Sequences(parsed, keys, assembled, lists) => {
+                    let context = self.columns_to_py(py, parsed, assembled)?;
+                    let lists = lists
+                        .into_iter()
+                        .map(|c| feature_list_to_py(py, c))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    let both =
+                        PyTuple::new(py, [context.into_any(), PyList::new(py, lists)?.into_any()])?;
+                    (keys.into_pyarray(py), both.into_any())
                 }
             };
             Ok(Some(PyTuple::new(py, [out.0.into_any(), out.1])?))
         })
+    }
+}
+
+impl Pipeline {
+    /// A unit's parsed features as `parse_examples` returns them.
+    fn columns_to_py<'py>(
+        &self,
+        py: Python<'py>,
+        parsed: Vec<Decoded>,
+        assembled: Vec<Assembled>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let pool = self.inner.pixel_pool();
+        let n = parsed.len();
+        let mut parsed: Vec<Option<Decoded>> = parsed.into_iter().map(Some).collect();
+        let out = assembled_to_py(py, assembled, n, false, |i| {
+            match parsed[i].take().expect("each column converted once") {
+                Decoded::Feature(p) => parsed_column_to_py(py, p),
+                Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool)),
+            }
+        })?;
+        PyList::new(py, out)
     }
 }
 

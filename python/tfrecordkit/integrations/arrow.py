@@ -41,7 +41,7 @@ from ..schema.features import (
     VarLen,
     _as_schema,
 )
-from ..schema.sequence import _list_columns, _ragged_steps, as_sequence_schema
+from ..schema.sequence import _ragged_steps, as_sequence_schema, list_columns
 
 __all__ = ["read_arrow", "read_table"]
 
@@ -245,7 +245,7 @@ def _element_splits(key: str, spec: FixedLenSequence, splits: np.ndarray) -> np.
 
 def _list_arrays(pa: Any, schema: Schema, records: list[bytes]) -> list[Any]:
     """The Arrow arrays of the feature lists of ``schema`` in SequenceExample ``records``."""
-    wanted = _list_columns(schema)
+    wanted = list_columns(schema)
     parsed = _core.parse_feature_lists(records, list(wanted.items()))
     cols = dict(zip(wanted, parsed, strict=True))
     out = []

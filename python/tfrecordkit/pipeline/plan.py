@@ -22,6 +22,7 @@ from ..image import ImageOptions
 from ..io.paths import URLOpener
 from ..io.policy import policed
 from ..schema.features import FixedLen, FixedLenSequence, RaggedFeature, Schema, SparseFeature
+from ..schema.sequence import _row, list_columns, list_outputs
 from . import python_stages as _stages
 
 NATIVE_OPS = (_core.Shuffle, _core.Shard, _core.Skip, _core.Take, _core.Repeat)
@@ -120,6 +121,8 @@ class Plan:
     interleave: Interleave = Interleave(1, 1, True, 0)
     record_ops: list[Op] = field(default_factory=list)
     schema: Schema | None = None
+    # SequenceExamples parsed by the engine (instead of ``schema``).
+    sequence: ParseSequence | None = None
     batch: Batch | None = None
     prefetch: int | None = None
     python_ops: list[Op] = field(default_factory=list)
@@ -147,6 +150,8 @@ class NativePlan:
     # Units left short by skipped records are filled up from the next ones.
     refill: bool
     schema: _core.CompiledSchema | None
+    # With ``schema`` parsing SequenceExamples' context: the feature lists (key, dtype).
+    feature_lists: list[tuple[str, str]] | None
     # (index of the feature in the schema, decoding, seed).
     images: list[tuple[int, _core.ImageSpec, int]]
     parse_workers: int
@@ -181,13 +186,18 @@ def compile_plan(files_level: bool, ops: tuple[Op, ...]) -> Plan:
                 plan.record_ops.append(op)
             elif isinstance(op, Cache):
                 plan.record_ops.append(op.store.native)
-            elif isinstance(op, Parse) and plan.schema is None:
+            elif isinstance(op, Parse) and not _parsed(plan):
                 plan.schema = op.schema
-            elif isinstance(op, Parse):
+            elif isinstance(op, ParseSequence) and not op.batched and not _parsed(plan):
+                plan.sequence = op
+            elif isinstance(op, (Parse, ParseSequence)):
                 raise TypeError("the records are parsed already")
             elif isinstance(op, Batch):
                 plan.batch = op
                 phase = "batched"
+            elif isinstance(op, DecodeImage) and plan.sequence is not None:
+                plan.python_ops.append(op)
+                phase = "python"
             elif isinstance(op, DecodeImage) and plan.schema is not None:
                 _add_image(plan, op)
             elif isinstance(op, DecodeImage):
@@ -201,6 +211,14 @@ def compile_plan(files_level: bool, ops: tuple[Op, ...]) -> Plan:
                 phase = "python"
         elif phase == "batched" and isinstance(op, Prefetch):
             plan.prefetch = op.size
+        elif (
+            phase == "batched"
+            and isinstance(op, ParseSequence)
+            and op.batched
+            and not _parsed(plan)
+            and not plan.images
+        ):
+            plan.sequence = op
         elif phase == "batched" and isinstance(op, DecodeImage) and plan.schema is not None:
             _add_image(plan, op)
         else:
@@ -213,6 +231,10 @@ def compile_plan(files_level: bool, ops: tuple[Op, ...]) -> Plan:
             plan.python_ops.append(op)
             phase = "python"
     return plan
+
+
+def _parsed(plan: Plan) -> bool:
+    return plan.schema is not None or plan.sequence is not None
 
 
 def _add_image(plan: Plan, op: DecodeImage) -> None:
@@ -413,6 +435,11 @@ def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
         # Consumers splitting records must all see them in the same order.
         interleave = replace(interleave, deterministic=True)
     schema = plan.schema
+    lists: list[tuple[str, str]] | None = None
+    if plan.sequence is not None:
+        # The engine parses the context with the schema, and the feature lists.
+        schema = plan.sequence.context or Schema({})
+        lists = list(list_columns(plan.sequence.sequence).items())
     batched = plan.batch is not None
     sequences = schema is not None and any(isinstance(s, FixedLenSequence) for s in schema.values())
     unit = plan.batch.size if plan.batch is not None else _stages.UNIT
@@ -423,9 +450,10 @@ def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
     keys = schema.column_keys() if schema is not None else []
     images = [(keys.index(i.key), i.options.native(), i.options.seed_value()) for i in plan.images]
     # The consuming thread parses too; extra workers pay off past two cores. Image
-    # decoding is heavy enough for a worker per core, leaving the consumer free.
+    # decoding is heavy enough for a worker per core, leaving the consumer free, and
+    # SequenceExamples for one (the consumer lays out their feature lists meanwhile).
     cpus = _stages.cpus()
-    workers = cpus if images else min(max(cpus - 2, 0), 4)
+    workers = cpus if images else min(max(cpus - 2, 1 if lists else 0), 4)
     return NativePlan(
         files=list(source.files),
         compression=source.compression,
@@ -439,8 +467,9 @@ def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
         unit=unit,
         drop_remainder=bool(plan.batch and plan.batch.drop_remainder),
         # Sequence batches are padded to their own longest row: they cannot be joined.
-        refill=batched and not sequences,
+        refill=batched and not sequences and lists is None,
         schema=schema.compiled() if schema is not None else None,
+        feature_lists=lists,
         images=images,
         parse_workers=workers,
         prefetch=plan.prefetch or 2,
@@ -479,8 +508,10 @@ def _units_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool) ->
     try:
         units = policed(pipe.next, source.on_error, catch=TFRecordError, what="bad record")
         for keys, payload in units:
-            if plan.schema is None:
-                element: Any = _stages.object_array(payload) if batched else payload
+            if plan.sequence is not None:
+                element: Any = _sequences(plan.sequence, payload, len(keys), batched)
+            elif plan.schema is None:
+                element = _stages.object_array(payload) if batched else payload
             else:
                 element = plan.schema.outputs(payload)
             if batched:
@@ -491,6 +522,22 @@ def _units_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool) ->
             yield list(zip(keys.tolist(), element, strict=True)) if tagged else element
     finally:
         pipe.close()
+
+
+def _sequences(op: ParseSequence, payload: Any, n: int, batched: bool) -> Any:
+    """A unit of SequenceExamples the engine parsed: one dict of the context and feature
+    lists for a batch, or a list of them, one per record."""
+    context_columns, list_columns_ = payload
+    context = op.context.outputs(context_columns) if op.context is not None else {}
+    wanted = list_columns(op.sequence)
+    lists, lengths = list_outputs(op.sequence, dict(zip(wanted, list_columns_, strict=True)))
+    if batched:
+        return {**context, **lists}
+    out = []
+    for i in range(n):
+        own, steps = _row(context, lists, lengths, i)
+        out.append({**own, **steps})
+    return out
 
 
 @dataclass(frozen=True)
@@ -517,7 +564,7 @@ class ElementSpec:
 def element_spec(plan: Plan) -> Any:
     """What each element holds: an :class:`ElementSpec` for records, a dict of them for
     parsed Examples; ``None`` once ``map`` or ``filter`` may change the elements."""
-    if plan.python_ops:
+    if plan.python_ops or plan.sequence is not None:
         return None
     batch = plan.batch
     lead: tuple[int | None, ...] = ()

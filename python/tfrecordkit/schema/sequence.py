@@ -100,7 +100,7 @@ def _row(
     return own, steps
 
 
-def _list_columns(schema: Schema) -> dict[str, str]:
+def list_columns(schema: Schema) -> dict[str, str]:
     """The feature lists to read for ``schema``, each with its dtype."""
     columns: dict[str, str] = {}
 
@@ -125,8 +125,16 @@ def _list_columns(schema: Schema) -> dict[str, str]:
 def _feature_lists(
     schema: Schema, records: list[Any]
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    wanted = _list_columns(schema)
+    wanted = list_columns(schema)
     cols = dict(zip(wanted, _core.parse_feature_lists(records, list(wanted.items())), strict=True))
+    return list_outputs(schema, cols)
+
+
+def list_outputs(
+    schema: Schema, cols: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The feature lists of ``schema`` (with the steps of each ``FixedLenSequence``), from
+    the columns :func:`list_columns` names as the native parser reads them."""
     out: dict[str, Any] = {}
     lengths: dict[str, np.ndarray] = {}
     for key, spec in schema.items():

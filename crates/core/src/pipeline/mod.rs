@@ -30,7 +30,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, Result};
 use crate::image::{ImageSpec, PixelPool};
-use crate::parse::Schema;
+use crate::parse::{DType, Schema};
 use crate::reader::{ReadOptions, RecordBatch};
 use crate::source::SharedOpener;
 
@@ -106,6 +106,9 @@ pub struct Plan {
     /// are filled up from the next ones, so that only the last unit is ever short.
     pub refill: bool,
     pub schema: Option<Arc<Schema>>,
+    /// With a schema: the records are `SequenceExample`s, the schema parses their
+    /// context, and these feature lists (key, dtype) are read too.
+    pub feature_lists: Option<Arc<Vec<(String, DType)>>>,
     pub parse_workers: usize,
     /// Finished units held ready ahead of the consumer.
     pub prefetch: usize,

@@ -68,6 +68,7 @@ pub(super) fn plan(files: Vec<String>) -> Plan {
         drop_remainder: false,
         refill: false,
         schema: None,
+        feature_lists: None,
         parse_workers: 0,
         prefetch: 2,
         on_error: OnError::Stop,
@@ -106,7 +107,9 @@ pub(super) fn run(plan: Plan) -> Vec<Out> {
                     .map(|r| String::from_utf8(r.to_vec()).unwrap())
                     .collect(),
             ),
-            Ok(Payload::Parsed(..)) => panic!("a plan without a schema parsed a unit"),
+            Ok(Payload::Parsed(..) | Payload::Sequences(..)) => {
+                panic!("a plan without a schema parsed a unit")
+            }
             Err(e) => Out::Error {
                 kind: e.kind,
                 path: e.path,

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::image::{decode_batch, PixelBatch, PixelPool};
 use crate::parse::{parse_examples, Column, Parsed};
 use crate::reader::RecordBatch;
+use crate::sequence::{parse_feature_lists, FeatureListColumn};
 
 /// What one output unit holds, with the key of each of its records (see [`record_key`]).
 pub enum Payload {
@@ -18,13 +19,23 @@ pub enum Payload {
     /// laid out from the columns (`None` when they are to be laid out yet: a unit joined
     /// from others).
     Parsed(Vec<Decoded>, Vec<u64>, Option<Vec<Assembled>>),
+    /// `SequenceExample`s: their context as `Parsed` has it (always laid out), and each
+    /// wanted feature list.
+    Sequences(
+        Vec<Decoded>,
+        Vec<u64>,
+        Vec<Assembled>,
+        Vec<FeatureListColumn>,
+    ),
 }
 
 impl Payload {
     /// The records of the unit.
     pub fn len(&self) -> usize {
         match self {
-            Payload::Records(_, keys) | Payload::Parsed(_, keys, _) => keys.len(),
+            Payload::Records(_, keys)
+            | Payload::Parsed(_, keys, _)
+            | Payload::Sequences(_, keys, _, _) => keys.len(),
         }
     }
 
@@ -91,7 +102,7 @@ fn process(
     pool: &PixelPool,
     records: &[&[u8]],
     origins: &[Origin],
-) -> Result<(Vec<Decoded>, Vec<Assembled>)> {
+) -> Result<Processed> {
     let schema = plan.schema.as_ref().expect("a parsed unit has a schema");
     let parsed = parse_examples(schema, records)?;
     let mut out: Vec<Decoded> = parsed.into_iter().map(Decoded::Feature).collect();
@@ -121,7 +132,20 @@ fn process(
     // Sparse and ragged features are laid out here, on the parse workers: a record whose
     // partitions or counts do not fit fails here, where the error policy can skip it.
     let assembled = schema.assemble(&parsed_columns(&out))?;
-    Ok((out, assembled))
+    let lists = match &plan.feature_lists {
+        Some(wanted) => Some(parse_feature_lists(wanted, records)?),
+        None => None,
+    };
+    Ok((out, assembled, lists))
+}
+
+type Processed = (Vec<Decoded>, Vec<Assembled>, Option<Vec<FeatureListColumn>>);
+
+fn payload((parsed, assembled, lists): Processed, keys: Vec<u64>) -> Payload {
+    match lists {
+        Some(lists) => Payload::Sequences(parsed, keys, assembled, lists),
+        None => Payload::Parsed(parsed, keys, Some(assembled)),
+    }
 }
 
 pub(super) fn parse_unit(
@@ -136,11 +160,7 @@ pub(super) fn parse_unit(
     }
     let records: Vec<&[u8]> = batch.iter().collect();
     match process(plan, pool, &records, origins) {
-        Ok((parsed, assembled)) => vec![Ok(Payload::Parsed(
-            parsed,
-            keys_of(origins),
-            Some(assembled),
-        ))],
+        Ok(done) => vec![Ok(payload(done, keys_of(origins)))],
         Err(e) if plan.on_error == OnError::Stop => {
             let origin = e.record_index.and_then(|i| origins.get(i as usize));
             vec![Err(locate(e, files, origin))]
@@ -164,11 +184,7 @@ pub(super) fn parse_unit(
             }
             if !good.is_empty() {
                 match process(plan, pool, &good, &good_origins) {
-                    Ok((parsed, assembled)) => items.push(Ok(Payload::Parsed(
-                        parsed,
-                        keys_of(&good_origins),
-                        Some(assembled),
-                    ))),
+                    Ok(done) => items.push(Ok(payload(done, keys_of(&good_origins)))),
                     Err(e) => {
                         let origin = e.record_index.and_then(|i| good_origins.get(i as usize));
                         items.push(Err(locate(e, files, origin)))
@@ -245,7 +261,9 @@ mod tests {
                     assert_eq!(ids.len(), n);
                     Got::Ids(ids.clone())
                 }
-                Ok(Payload::Records(..)) => panic!("a plan with a schema did not parse"),
+                Ok(Payload::Records(..) | Payload::Sequences(..)) => {
+                    panic!("a plan of Examples did not parse them")
+                }
                 Err(e) => error(e),
             });
         }
@@ -270,6 +288,43 @@ mod tests {
         }
         p.drop_remainder = true;
         assert_eq!(parsed_ids(p), expected[..2]);
+    }
+
+    #[test]
+    fn sequence_examples_bring_their_feature_lists() {
+        use crate::example::encode_sequence_example;
+        let dir = tempfile::tempdir().unwrap();
+        let records: Vec<Vec<u8>> = (0..5)
+            .map(|i| {
+                let steps = (0..i).map(|s| Feature::Int64(vec![s; 2])).collect();
+                let context = [("id", Feature::Int64(vec![i]))];
+                encode_sequence_example(&context, &[("steps", steps)])
+            })
+            .collect();
+        let mut p = plan(vec![write_file(dir.path(), "a", &records)]);
+        p.schema = Some(id_schema());
+        p.feature_lists = Some(Arc::new(vec![("steps".to_owned(), DType::Int64)]));
+        p.batch_size = 3;
+        for workers in [0, 1] {
+            p.parse_workers = workers;
+            let mut pipeline = Pipeline::start(p.clone(), None).unwrap();
+            let mut seen = Vec::new();
+            while let Some(item) = pipeline.next_item() {
+                let Ok(Payload::Sequences(context, keys, _, lists)) = item else {
+                    panic!("a unit of SequenceExamples");
+                };
+                let [Decoded::Feature(ids)] = &context[..] else {
+                    panic!("one context feature");
+                };
+                assert_eq!(ids.values.len(), keys.len());
+                let [steps] = &lists[..] else {
+                    panic!("one feature list");
+                };
+                seen.push((steps.steps.clone(), steps.values.len()));
+            }
+            // Records 0-2 have 0, 1 and 2 steps of 2 values; records 3-4 have 3 and 4.
+            assert_eq!(seen, vec![(vec![0, 0, 1, 3], 6), (vec![0, 3, 7], 14)]);
+        }
     }
 
     /// A file `a` of six Examples whose third has no `id`, parsed four to a unit.
