@@ -14,6 +14,10 @@ from tfrecordkit._renamed import MOVED_MODULES
 @pytest.mark.parametrize("old", sorted(MOVED_MODULES))
 def test_an_old_module_name_imports_the_new_module(old):
     new = f"tfrecordkit.{MOVED_MODULES[old]}"
+    parent = old.rpartition(".")[0]
+    if parent and f"tfrecordkit.{parent}" not in sys.modules:
+        with pytest.warns(DeprecationWarning):
+            importlib.import_module(f"tfrecordkit.{parent}")
     sys.modules.pop(f"tfrecordkit.{old}", None)
     with pytest.warns(DeprecationWarning, match=f"tfrecordkit.{old} is now {new}"):
         module = importlib.import_module(f"tfrecordkit.{old}")

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::{
     Compression, Finished, MultiFileReader, Parsed, ReadOptions, RecordBatch, WriteOptions,
@@ -12,8 +12,9 @@ use tfrecordkit_core::{
 
 use crate::convert::bytes_like;
 use crate::errors::IntoPyResult;
-use crate::parse::{columns_to_py, CompiledSchema};
+use crate::parse::{columns_to_py, dtype_of, feature_list_to_py, CompiledSchema};
 use crate::table::Table;
+use tfrecordkit_core::sequence::parse_feature_lists;
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
     Compression::parse(name).py_err(py)
@@ -79,15 +80,27 @@ impl RecordReader {
     /// Reads up to `max_records` records and parses them with `schema` in one native call;
     /// `None` at the end. Returns what `parse_examples` returns; with `raw_bytes`, bytes
     /// columns come as `(data, offsets)` arrays (Arrow's binary layout) instead of objects.
-    #[pyo3(signature = (schema, max_records=1024, raw_bytes=false))]
+    /// With `feature_lists` ((key, dtype) pairs) the records are `SequenceExample`s: returns
+    /// `(context, lists)`, the context as above and each list as `parse_feature_lists` has it.
+    #[pyo3(signature = (schema, max_records=1024, raw_bytes=false, feature_lists=None))]
     fn read_parsed<'py>(
         &mut self,
         py: Python<'py>,
         schema: &CompiledSchema,
         max_records: usize,
         raw_bytes: bool,
-    ) -> PyResult<Option<Vec<Bound<'py, PyAny>>>> {
+        feature_lists: Option<Vec<(String, String)>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         crate::errors::guard("RecordReader.read_parsed", || {
+            let wanted = match feature_lists {
+                Some(wanted) => Some(
+                    wanted
+                        .into_iter()
+                        .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
+                        .collect::<PyResult<Vec<_>>>()?,
+                ),
+                None => None,
+            };
             let RecordReader { inner, batch } = self;
             batch.clear();
             py.detach(|| inner.read_batch(batch, max_records.max(1), usize::MAX))
@@ -98,12 +111,16 @@ impl RecordReader {
             let records: Vec<&[u8]> = batch.iter().collect();
             // An error in a record of the batch (parsing it, or laying out its sparse and
             // ragged features) is named by the record's file and index there.
-            let (parsed, assembled) = py
+            let (parsed, assembled, lists) = py
                 .detach(|| {
                     let parsed = tfrecordkit_core::parse_examples(&schema.schema, &records)?;
                     let refs: Vec<Option<&Parsed>> = parsed.iter().map(Some).collect();
                     let assembled = schema.schema.assemble(&refs)?;
-                    Ok((parsed, assembled))
+                    let lists = match &wanted {
+                        Some(wanted) => Some(parse_feature_lists(wanted, &records)?),
+                        None => None,
+                    };
+                    Ok((parsed, assembled, lists))
                 })
                 .map_err(|mut e: tfrecordkit_core::Error| {
                     let origin = e.record_index.and_then(|i| inner.origin_in_batch(i));
@@ -114,7 +131,16 @@ impl RecordReader {
                     e
                 })
                 .py_err(py)?;
-            columns_to_py(py, assembled, parsed, raw_bytes).map(Some)
+            let context = PyList::new(py, columns_to_py(py, assembled, parsed, raw_bytes)?)?;
+            let Some(lists) = lists else {
+                return Ok(Some(context.into_any()));
+            };
+            let lists = lists
+                .into_iter()
+                .map(|c| feature_list_to_py(py, c))
+                .collect::<PyResult<Vec<_>>>()?;
+            let both = [context.into_any(), PyList::new(py, lists)?.into_any()];
+            Ok(Some(PyTuple::new(py, both)?.into_any()))
         })
     }
 

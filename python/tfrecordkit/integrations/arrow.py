@@ -166,10 +166,10 @@ def _readers(
 ) -> tuple[Callable[[], Any], Callable[[Any], list[Any]]]:
     """How to read a batch, and how to make its Arrow arrays (context, then lists).
 
-    Examples are read and parsed in one native call. A ``FixedLenSequence`` is parsed as
-    the ``VarLen`` it is before padding; one that may not be missing is parsed a second
-    time, as itself, to check that it is there, and that needs the records themselves, as
-    the feature lists of SequenceExamples do."""
+    Examples, and the context and feature lists of SequenceExamples, are read and parsed
+    in one native call. A ``FixedLenSequence`` is parsed as the ``VarLen`` it is before
+    padding; one that may not be missing is parsed a second time, as itself, to check
+    that it is there, and that needs the records themselves."""
     parse = Schema(
         {k: VarLen(s.dtype) if isinstance(s, FixedLenSequence) else s for k, s in context.items()}
     )
@@ -177,25 +177,34 @@ def _readers(
     required = {
         k: s for k, s in context.items() if isinstance(s, FixedLenSequence) and not s.allow_missing
     }
-    if lists is None and not required:
+    wanted = None if lists is None else list(list_columns(lists).items())
+    if not required:
 
         def read_parsed() -> Any:
-            return reader.read_parsed(compiled, batch_size, True)
+            return reader.read_parsed(compiled, batch_size, True, wanted)
 
-        return read_parsed, lambda parsed: _example_arrays(pa, context, parsed)
+        if lists is None:
+            return read_parsed, lambda parsed: _example_arrays(pa, context, parsed)
 
-    check = Schema(required).compiled() if required else None
+        def both(parsed: Any) -> list[Any]:
+            context_columns, list_columns_ = parsed
+            out = _example_arrays(pa, context, context_columns)
+            return out + _list_arrays(pa, lists, list_columns_)
+
+        return read_parsed, both
+
+    check = Schema(required).compiled()
 
     def read_records() -> list[bytes]:
         return reader.read_batch(batch_size, _RECORD_BATCH_BYTES)
 
     def arrays(records: list[bytes]) -> list[Any]:
-        if check is not None:
-            _core.parse_examples(records, check)
-        out = []
-        if len(context):
-            out = _example_arrays(pa, context, _core.parse_examples(records, compiled))
-        return out + ([] if lists is None else _list_arrays(pa, lists, records))
+        _core.parse_examples(records, check)
+        out = _example_arrays(pa, context, _core.parse_examples(records, compiled))
+        if lists is None:
+            return out
+        parsed = _core.parse_feature_lists(records, list(list_columns(lists).items()))
+        return out + _list_arrays(pa, lists, parsed)
 
     return read_records, arrays
 
@@ -243,11 +252,10 @@ def _element_splits(key: str, spec: FixedLenSequence, splits: np.ndarray) -> np.
     return splits // stride
 
 
-def _list_arrays(pa: Any, schema: Schema, records: list[bytes]) -> list[Any]:
-    """The Arrow arrays of the feature lists of ``schema`` in SequenceExample ``records``."""
-    wanted = list_columns(schema)
-    parsed = _core.parse_feature_lists(records, list(wanted.items()))
-    cols = dict(zip(wanted, parsed, strict=True))
+def _list_arrays(pa: Any, schema: Schema, parsed: list[Any]) -> list[Any]:
+    """The Arrow arrays of the feature lists of ``schema``, from the columns the native
+    parse read (those :func:`list_columns` names)."""
+    cols = dict(zip(list_columns(schema), parsed, strict=True))
     out = []
     for key, spec in schema.items():
         if isinstance(spec, RaggedFeature):
