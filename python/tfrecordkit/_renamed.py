@@ -59,6 +59,8 @@ class _MovedModule(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, package: str) -> None:
         self.package = package
+        # The import system sets the module's __spec__ to the old name's: it is put back.
+        self.specs: dict[str, Any] = {}
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         old = fullname.removeprefix(f"{self.package}.")
@@ -70,10 +72,12 @@ class _MovedModule(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         old = spec.name.removeprefix(f"{self.package}.")
         new = f"{self.package}.{MOVED_MODULES[old]}"
         warnings.warn(f"{spec.name} is now {new}", DeprecationWarning, 2)
-        return importlib.import_module(new)
+        module = importlib.import_module(new)
+        self.specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        pass
+        module.__spec__ = self.specs.pop(module.__name__, module.__spec__)
 
 
 def alias_moved_modules(package: str) -> None:

@@ -22,6 +22,8 @@ def test_an_old_module_name_imports_the_new_module(old):
     with pytest.warns(DeprecationWarning, match=f"tfrecordkit.{old} is now {new}"):
         module = importlib.import_module(f"tfrecordkit.{old}")
     assert module is importlib.import_module(new)
+    # The module keeps its own name and spec: its relative imports still work.
+    assert module.__name__ == new and module.__spec__.name == new
 
 
 def test_old_names_of_public_objects_are_the_same_objects():
