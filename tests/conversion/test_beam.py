@@ -6,6 +6,7 @@ import csv
 
 import apache_beam as beam
 import numpy as np
+import pytest
 import tfrecordkit as tfr
 from apache_beam.testing.util import assert_that, equal_to
 from tfrecordkit.integrations.beam import ReadExamples, WriteExamples
@@ -47,6 +48,15 @@ def test_write_and_read_examples_transforms(tmp_path):
     files = sorted(tmp_path.glob("out-*-of-00003.tfrecord"))
     assert len(files) == 3
     assert sorted(tfr.decode_example(r)["i"][0] for r in tfr.read_records(files)) == list(range(50))
+    manifest = tfr.Manifest.load(tmp_path / "out")
+    assert manifest.records == 50 and [str(tmp_path / s.file) for s in manifest.shards] == [
+        str(f) for f in files
+    ]
+    assert manifest.schema["v"] == tfr.FixedLen([2], "float32")
+    assert sum(len(tfr.RecordIndex(f)) for f in files) == 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f.name for f in files] + [f.name + ".idx" for f in files] + ["out.manifest.json"]
+    )
 
     schema = {"i": tfr.FixedLen([], "int64"), "v": tfr.FixedLen([2], "float32")}
     with beam.Pipeline() as p:
@@ -77,3 +87,43 @@ def test_cli_convert_on_the_direct_runner(table, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert '"TRAIN": 18' in result.output
+
+
+def test_write_examples_commits_all_or_nothing(tmp_path):
+    prefix = str(tmp_path / "d")
+    with beam.Pipeline() as p:
+        _ = p | beam.Create([b"a", b"b"]) | WriteExamples(prefix, num_shards=3)
+    manifest = tfr.Manifest.load(prefix)
+    assert [s.records for s in manifest.shards] in ([1, 1, 0], [1, 0, 1], [0, 1, 1])
+    assert sorted(tfr.read_records(manifest.files)) == [b"a", b"b"]
+    # Another dataset there is refused, before the pipeline runs; overwrite replaces it.
+    with pytest.raises(FileExistsError):
+        WriteExamples(prefix)
+    with beam.Pipeline() as p:
+        _ = p | beam.Create([b"c"] * 5) | WriteExamples(prefix, overwrite=True)
+    assert list(tfr.read_records(tfr.Manifest.load(prefix).files)) == [b"c"] * 5
+    assert len(list(tmp_path.glob("d-*.tfrecord"))) == 1
+
+    def boom(x):
+        if x == b"x9":
+            raise RuntimeError("bad row")
+        return x
+
+    failed = str(tmp_path / "f")
+    with pytest.raises(Exception, match="bad row"), beam.Pipeline() as p:
+        _ = (
+            p
+            | beam.Create([b"x%d" % i for i in range(20)])
+            | beam.Map(boom)
+            | WriteExamples(failed)
+        )
+    # Nothing under a final name, and no manifest.
+    assert not list(tmp_path.glob("f-*")) and not list(tmp_path.glob("f.manifest.json"))
+
+
+def test_write_examples_of_nothing_is_one_empty_shard(tmp_path):
+    with beam.Pipeline() as p:
+        _ = p | beam.Create([]) | WriteExamples(str(tmp_path / "e"))
+    manifest = tfr.Manifest.load(tmp_path / "e")
+    assert manifest.records == 0 and len(manifest.shards) == 1
+    assert tfr.count(manifest.files) == 0

@@ -14,12 +14,9 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from .. import _core
-from ..datasets.manifest import Manifest, ShardInfo, existing_files, manifest_path
+from ..datasets.manifest import Manifest, existing_files
 from ..integrations.beam import WriteExamples
-from ..io.index import build_index
 from ..io.paths import is_url, join
-from ..io.records import count, infer_schema
 from ..schema.example import encode_example
 from .rows import (
     SPLITS,
@@ -188,34 +185,17 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
 
 
 def _finish_locally(output_dir: str, compression: str | None, summary: ConversionSummary) -> Any:
-    """What the local runner also writes: manifests and indexes; splits that received no
-    rows are removed. Returns the schema of what was written."""
+    """What the local runner also does: splits that received no rows are removed (each
+    split's dataset was committed, with its manifest, by ``WriteExamples``). Returns the
+    schema of what was written."""
     schema = None
     for split in SPLITS:
-        prefix = os.path.join(output_dir, split.lower())
-        files = sorted(p for p in existing_files(prefix) if not p.endswith((".idx", ".json")))
-        counts = [count(f) for f in files]
-        if not sum(counts):
-            for f in files:
+        manifest = Manifest.load(os.path.join(output_dir, split.lower()))
+        if not manifest.records:
+            for f in existing_files(os.path.join(output_dir, split.lower())):
                 os.remove(f)
             continue
-        shards = [
-            ShardInfo(os.path.basename(f), n, os.path.getsize(f), f"{_core.file_crc32c(f):08x}")
-            for f, n in zip(files, counts, strict=True)
-        ]
-        if compression is None:
-            for f in files:
-                build_index(f)
-        schema = infer_schema(files)
-        manifest = Manifest(
-            prefix=os.path.basename(prefix),
-            shards=shards,
-            compression=compression,
-            schema=schema,
-            index=compression is None,
-            path=manifest_path(prefix),
-        )
-        manifest.save()
+        schema = manifest.schema
         summary.rows[split] = manifest.records
         summary.bytes += manifest.bytes
     labels = os.path.join(output_dir, "labels.txt")

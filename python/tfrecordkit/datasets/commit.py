@@ -1,18 +1,32 @@
 """The one way a dataset is committed, whoever writes it (``write_dataset``, ``reshard``,
-``repair``, ``convert``, ``tfr.ray.Sink``): claim the prefix, write the parts under
-temporary names, then give them all their final names or remove them all, write the
-manifest, and clean up what the previous dataset left."""
+``repair``, ``convert``, ``tfr.ray.Sink``, the Beam ``WriteExamples``): claim the prefix,
+write the parts under temporary names, then give them all their final names or remove
+them all, write the manifest, and clean up what the previous dataset left."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fnmatch
 import json
 import os
+import shutil
 import socket
+import tempfile
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 from .. import _core
-from ..io.paths import CLAIM_SUFFIX, StorageOptions, filesystem, is_url, remove, write_file
+from ..io.paths import (
+    CLAIM_SUFFIX,
+    StorageOptions,
+    filesystem,
+    is_url,
+    remove,
+    upload,
+    write_file,
+)
 from ..schema.features import Schema
 from .manifest import (
     SHARD_GLOB,
@@ -59,6 +73,8 @@ class DatasetCommit:
         self.storage_options = storage_options
         self.previous: list[str] = []
         self.claimed = False
+        # Names the parts of this write, apart from any other writer's.
+        self.token = uuid.uuid4().hex[:12]
 
     def __enter__(self) -> DatasetCommit:
         self.begin()
@@ -134,7 +150,58 @@ class DatasetCommit:
             remove(self.prefix + CLAIM_SUFFIX, self.storage_options)
             self.claimed = False
 
+    def write_part(self, name: str, fill: Callable[[Any], None]) -> dict[str, Any]:
+        """Writes one part where distributed writers (Ray tasks, Beam workers) leave their
+        parts for :meth:`commit`: ``fill(writer)`` writes the records to a
+        ``_core.RecordWriter``. ``name`` tells the part apart from the others of this
+        write. A URL prefix's part is written on local disk, then uploaded beside the
+        prefix under a hidden name. Returns the part's info."""
+        part = self._part(name)
+        local = tempfile.mkdtemp(prefix="tfrecordkit-") if self.url else None
+        try:
+            path = os.path.join(local, os.path.basename(part)) if local else part
+            writer = _core.RecordWriter(
+                path, self.compression or "none", None, True, self.index, None
+            )
+            try:
+                fill(writer)
+                info = writer.finish()
+            except BaseException:
+                writer.abort()
+                raise
+            if local:
+                upload(info["data"], part, storage_options=self.storage_options)
+                if info["index"]:
+                    upload(info["index"], part + ".idx", storage_options=self.storage_options)
+                info["data"], info["index"] = part, part + ".idx" if info["index"] else None
+        finally:
+            if local:
+                shutil.rmtree(local, ignore_errors=True)
+        return info
+
+    def clean_parts(self) -> None:
+        """Removes what is left of this write's parts (those of failed or retried
+        tasks)."""
+        pattern = f"*{self.stem}.part-{self.token}-*"
+        if self.url:
+            fs, path = filesystem(self.prefix, "writing to", self.storage_options)
+            parent = path.rsplit("/", 1)[0]
+            for p in fs.glob(f"{parent}/{pattern}"):
+                with contextlib.suppress(FileNotFoundError):
+                    fs.rm_file(p)
+            return
+        directory = self.directory or "."
+        names = os.listdir(directory) if os.path.isdir(directory) else []
+        for name in fnmatch.filter(names, pattern):
+            remove(os.path.join(directory, name))
+
     # -- internals -------------------------------------------------------------------
+
+    def _part(self, name: str) -> str:
+        """Where part ``name`` waits for its final name (locally, the writer hides it
+        under a temporary name of its own until then)."""
+        hidden = "." if self.url else ""
+        return f"{self.directory}{hidden}{self.stem}.part-{self.token}-{name}.tfrecord"
 
     def _key(self, path: str) -> str:
         return path if self.url else os.path.abspath(path)

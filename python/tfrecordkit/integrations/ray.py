@@ -13,14 +13,9 @@ encodes each task's blocks natively into one shard; the shards take their final
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
 import functools
 import os
-import shutil
-import tempfile
 import types
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -28,7 +23,6 @@ import ray.data
 from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask
 
-from .. import _core
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import Manifest
 from ..io.paths import (
@@ -36,10 +30,7 @@ from ..io.paths import (
     StorageOptions,
     expand_paths,
     file_size,
-    filesystem,
     is_url,
-    remove,
-    upload,
 )
 from ..io.records import infer_schema
 from ..schema.columns import as_table
@@ -207,7 +198,6 @@ class Sink(Datasink):
         self.overwrite = overwrite
         self.rows_per_shard = rows_per_shard
         self.storage_options = storage_options
-        self.token = uuid.uuid4().hex[:12]
         self.manifest: Manifest | None = None
         self.commit = DatasetCommit(
             self.prefix,
@@ -224,45 +214,23 @@ class Sink(Datasink):
     def get_name(self) -> str:
         return "TFRecords"
 
-    def _part(self, task: int) -> str:
-        """Where a task's shard waits for its final name (locally, the writer hides it
-        under a temporary name of its own until then)."""
-        directory, stem = _split(self.prefix)
-        hidden = "." if self.url else ""
-        return f"{directory}{hidden}{stem}.ray-{self.token}-{task:05d}.tfrecord"
-
     def on_write_start(self, schema: Any = None) -> None:
         self.commit.begin()
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
-        """Encodes one task's blocks into one shard under a temporary name."""
+        """Encodes one task's blocks into one part under a temporary name."""
         task = int(ctx.task_idx)
-        part = self._part(task)
-        local = tempfile.mkdtemp(prefix="tfrecordkit-") if self.url else None
-        try:
-            path = os.path.join(local, os.path.basename(part)) if local else part
-            writer = _core.RecordWriter(
-                path, self.compression or "none", None, True, self.index, None
-            )
-            schema = None
-            try:
-                for block in blocks:
-                    table = as_table(block, self.schema)
-                    if schema is None:
-                        schema = table.schema().to_json()
-                    writer.write_columns(table.native())
-                info = writer.finish()
-            except BaseException:
-                writer.abort()
-                raise
-            if local:
-                upload(info["data"], part, storage_options=self.storage_options)
-                if info["index"]:
-                    upload(info["index"], part + ".idx", storage_options=self.storage_options)
-                info["data"], info["index"] = part, part + ".idx" if info["index"] else None
-        finally:
-            if local:
-                shutil.rmtree(local, ignore_errors=True)
+        schema = None
+
+        def fill(writer: Any) -> None:
+            nonlocal schema
+            for block in blocks:
+                table = as_table(block, self.schema)
+                if schema is None:
+                    schema = table.schema().to_json()
+                writer.write_columns(table.native())
+
+        info = self.commit.write_part(f"{task:05d}", fill)
         return {"task": task, "info": info, "schema": schema}
 
     def on_write_complete(self, write_result: Any) -> None:
@@ -276,33 +244,9 @@ class Sink(Datasink):
             schema = Schema.from_json(schemas.pop()) if len(schemas) == 1 else None
             self.manifest = self.commit.commit([r["info"] for r in kept], schema)
         finally:
-            self._clean()
+            self.commit.clean_parts()
             self.commit.release()
 
     def on_write_failed(self, error: Exception) -> None:
-        self._clean()
+        self.commit.clean_parts()
         self.commit.release()
-
-    # -- internals ---------------------------------------------------------------------
-
-    def _clean(self) -> None:
-        """Removes what is left of this write's temporary shards (a failed task's)."""
-        directory, stem = _split(self.prefix)
-        pattern = f"*{stem}.ray-{self.token}-*"
-        if self.url:
-            fs, path = filesystem(self.prefix, "writing to", self.storage_options)
-            parent = path.rsplit("/", 1)[0]
-            for p in fs.glob(f"{parent}/{pattern}"):
-                with contextlib.suppress(FileNotFoundError):
-                    fs.rm_file(p)
-            return
-        names = os.listdir(directory) if os.path.isdir(directory) else []
-        for name in fnmatch.filter(names, pattern):
-            remove(os.path.join(directory, name))
-
-
-def _split(prefix: str) -> tuple[str, str]:
-    """``prefix``'s directory (with its separator) and its last part."""
-    sep = "/" if is_url(prefix) else os.sep
-    head, _, stem = prefix.rpartition(sep)
-    return (head + sep if head else ""), stem
