@@ -28,7 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
 import tfrecordkit as tfr
-from tfrecordkit._demo import sample_columns as tutorial_columns
+from tfrecordkit.cli.demo import sample_columns as tutorial_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,8 +12,10 @@ from . import errors, image
 from ._core import __version__
 from ._renamed import alias_moved_modules as _alias_moved_modules
 from .conversion import ConversionSummary, convert, load, register_pandas_accessor
+from .datasets.index import RecordIndex, build_index, count
 from .datasets.manifest import Manifest, ShardInfo
 from .datasets.random_access import IndexedDataset
+from .datasets.verify import repair, verify
 from .datasets.writer import write_dataset
 from .errors import (
     CorruptRecordError,
@@ -32,12 +34,10 @@ from .errors import (
 )
 from .integrations import tfds
 from .integrations.arrow import read_arrow, read_table
-from .io.index import RecordIndex, build_index
 from .io.options import ReadOptions
 from .io.paths import expand_paths
-from .io.records import RecordWriter, count, infer_schema, read_batches, read_examples, read_records
+from .io.records import RecordWriter, read_batches, read_records
 from .io.reports import FileReport, ReadReport
-from .io.verify import repair, verify
 from .pipeline.dataset import (
     AUTOTUNE,
     INFINITE_CARDINALITY,
@@ -65,6 +65,7 @@ from .schema.features import (
     parse_examples,
 )
 from .schema.guess import SchemaGuess
+from .schema.reading import infer_schema, read_examples
 from .schema.sequence import parse_sequence_example, parse_single_sequence_example
 
 _alias_moved_modules(__name__)

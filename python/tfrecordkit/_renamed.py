@@ -31,7 +31,7 @@ MOVED_MODULES = {
     "records": "io.records",
     "options": "io.options",
     "reports": "io.reports",
-    "index": "io.index",
+    "index": "datasets.index",
     "tensors": "schema.values",
     "sequence": "schema.sequence",
     "example": "schema.example",

@@ -21,6 +21,8 @@ MODULES = sorted(
         "tfrecordkit.integrations.ray",
         "tfrecordkit.integrations.beam",
         "tfrecordkit.conversion.beam",
+        # Runs the command when imported.
+        "tfrecordkit.cli.__main__",
     )
 )
 

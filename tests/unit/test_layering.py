@@ -105,7 +105,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read():
     # The checks below mean something only if imports are found at all.
-    assert "tfrecordkit.io.records" in GRAPH["tfrecordkit.pipeline.dataset"]
+    assert "tfrecordkit.schema.reading" in GRAPH["tfrecordkit.pipeline.dataset"]
     assert "tfrecordkit.io.paths" in GRAPH["tfrecordkit.io.records"]
     assert len(GRAPH) >= 25
 
@@ -145,6 +145,52 @@ LEAVES = {
     "tfrecordkit.integrations.tfds_features": {"tfrecordkit.schema.features"},
     "tfrecordkit.schema.arrow": {"tfrecordkit.errors", "tfrecordkit.schema.features"},
 }
+
+
+#: The layers, lowest first: a package imports only from its own layer or lower ones.
+LAYERS = {
+    "errors": 0,
+    "io": 0,
+    "_renamed": 0,
+    "schema": 1,
+    "image": 1,
+    "pipeline": 2,
+    "datasets": 2,
+    "integrations": 3,
+    "conversion": 3,
+    "cli": 4,
+}
+#: Where a lower layer reaches up, each for a reason: ``RecordWriter.write_examples``
+#: encodes tables, and ``Dataset.to_torch`` / ``to_tf`` / ``to_jax`` / ``to_arrow`` are the
+#: entry points to their adapters (imported when called).
+UPWARD = {
+    ("tfrecordkit.io.records", "tfrecordkit.schema.columns"),
+    *(
+        ("tfrecordkit.pipeline.dataset", f"tfrecordkit.integrations.{name}")
+        for name in ("torch", "tf", "jax", "arrow_batches")
+    ),
+}
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS[parts[1]] if len(parts) > 1 and parts[1] != "_core" else None
+
+
+def test_the_upward_imports_allowed_are_real():
+    # The check below sees them (so it sees imports inside functions), and none is stale.
+    assert all(d in GRAPH[m] for m, d in UPWARD)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m) is not None))
+def test_imports_flow_down_the_layers(module):
+    upward = [
+        d
+        for d in GRAPH[module]
+        if (_layer(d) is None and d != "tfrecordkit._core")
+        or (_layer(d) or 0) > (_layer(module) or 0)
+    ]
+    assert sorted(set(upward) - {d for m, d in UPWARD if m == module}) == []
 
 
 @pytest.mark.parametrize("module", sorted(LEAVES))

@@ -1,2 +1,2 @@
-"""Datasets of many shards: writing and committing them, their manifests, and random
-access to their records."""
+"""Datasets of many shards: writing and committing them, their manifests, record index
+sidecars, checking and repairing files, and random access to their records."""

@@ -18,15 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
-from ..io.paths import (
-    CLAIM_SUFFIX,
-    StorageOptions,
-    filesystem,
-    is_url,
-    remove,
-    upload,
-    write_file,
-)
+from ..io.paths import CLAIM_SUFFIX, StorageOptions, filesystem, is_url, remove, upload, write_file
 from ..schema.features import Schema
 from .manifest import (
     SHARD_GLOB,

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from .._renamed import renamed
-from ..io.index import RecordIndex, positions
-from ..io.index import build_index as _build_index
 from ..io.paths import Paths, StorageOptions, exists, expand_paths, is_url
 from ..schema.features import Schema, _as_schema, parse_example, parse_examples
+from .index import RecordIndex, positions
+from .index import build_index as _build_index
 
 __all__ = ["BatchIterator", "IndexedDataset"]
 

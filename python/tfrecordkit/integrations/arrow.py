@@ -21,7 +21,7 @@ from ..errors import SchemaError
 from ..io.options import ReadOptions
 from ..io.paths import Paths, StorageOptions
 from ..io.policy import OnError
-from ..io.records import _batches, _located, _open, infer_schema
+from ..io.records import _batches, _located, _open
 from ..io.reports import ReadReport
 from ..schema.arrow import (
     arrow_type,
@@ -41,6 +41,7 @@ from ..schema.features import (
     VarLen,
     _as_schema,
 )
+from ..schema.reading import infer_schema
 from ..schema.sequence import _ragged_steps, as_sequence_schema, list_columns
 
 __all__ = ["read_arrow", "read_table"]

@@ -28,9 +28,10 @@ from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import Manifest
 from ..errors import TFRecordError
 from ..io.paths import StorageOptions, expand_paths
-from ..io.records import infer_schema, read_records
+from ..io.records import read_records
 from ..schema.example import decode_example, encode_example
 from ..schema.features import Schema, _as_schema, parse_example
+from ..schema.reading import infer_schema
 
 __all__ = ["ReadExamples", "WriteExamples", "frame"]
 

@@ -25,16 +25,10 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import Manifest
-from ..io.paths import (
-    Paths,
-    StorageOptions,
-    expand_paths,
-    file_size,
-    is_url,
-)
-from ..io.records import infer_schema
+from ..io.paths import Paths, StorageOptions, expand_paths, file_size, is_url
 from ..schema.columns import as_table
 from ..schema.features import Schema, _as_schema
+from ..schema.reading import infer_schema
 from .arrow import arrow_columns, read_arrow
 
 __all__ = ["Sink", "read"]

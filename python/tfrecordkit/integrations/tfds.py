@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..datasets.index import count
 from ..datasets.manifest import SHARD_GLOB, SHARD_RE, Manifest, ShardInfo, shard_name
 from ..errors import SidecarError, TFRecordError
 from ..io.paths import (
@@ -40,8 +41,8 @@ from ..io.paths import (
     remove,
     write_file,
 )
-from ..io.records import count, infer_schema
 from ..schema.features import FixedLen, FixedLenSequence, Schema, Spec, VarLen
+from ..schema.reading import infer_schema
 from .tfds_features import read_feature
 
 __all__ = ["ClassLabel", "Image", "Info", "Text", "info", "schema", "write_metadata"]

@@ -1,2 +1,2 @@
 """Records and files: reading and writing TFRecord files (local, compressed, remote),
-the options and reports of a read, checking and repairing files, and record indexes."""
+paths, globs and URLs, and the options and reports of a read."""

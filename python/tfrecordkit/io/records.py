@@ -10,35 +10,20 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .. import _core
-from ..datasets.manifest import SHARD_RE, Manifest, manifest_path
 from ..errors import TFRecordError
 from ..schema.columns import as_table
-from ..schema.example import decode_sequence_example
-from ..schema.features import Schema, _as_schema
-from ..schema.guess import SchemaGuess
-from ..schema.sequence import SequenceGuess
 from .options import ReadOptions
 from .paths import (
     PathLike,
     Paths,
     StorageOptions,
-    basename,
     expand_paths,
-    file_size,
     opener_for,
-    read_bytes,
 )
 from .policy import OnError, policed
 from .reports import ReadReport
 
-__all__ = [
-    "RecordWriter",
-    "count",
-    "infer_schema",
-    "read_batches",
-    "read_examples",
-    "read_records",
-]
+__all__ = ["RecordWriter", "read_batches", "read_records"]
 
 # Uncompressed bytes per gzip member in seekable gzip files.
 SEEKABLE_MEMBER_BYTES = 1 << 20
@@ -137,36 +122,6 @@ def read_batches(
     return _batches(lambda: reader.read_batch(batch_size), o, reader)
 
 
-def read_examples(
-    paths: Paths,
-    schema: Any,
-    batch_size: int = 1024,
-    *,
-    compression: str | None = "auto",
-    verify: bool = True,
-    on_error: OnError = "raise",
-    resync: bool = False,
-    max_record_bytes: int | None = None,
-    report: ReadReport | None = None,
-    storage_options: StorageOptions = None,
-    options: ReadOptions | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Reads and parses Examples in batches: each item is what :func:`parse_examples`
-    returns for up to ``batch_size`` records. Reading, checksums and parsing all run in
-    native code without the GIL.
-
-    >>> schema = {"label": FixedLen([], "int64")}
-    >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
-    ...     train_step(batch["label"])
-    """
-    o = ReadOptions.given(options, locals())
-    schema = _as_schema(schema)
-    compiled = schema.compiled()
-    reader = _open(paths, o)
-    batches = _batches(lambda: reader.read_parsed(compiled, batch_size), o, reader)
-    return (_located(reader, schema.outputs, parsed) for parsed in batches)
-
-
 def _located(reader: _core.RecordReader, outputs: Callable[[Any], T], parsed: Any) -> T:
     """``outputs(parsed)``, an error in one of the batch's records named by its file and
     its index there."""
@@ -203,90 +158,6 @@ def _batches(
     finally:
         if report is not None:
             report.count(reader.delivered())
-
-
-def count(
-    paths: Paths, *, compression: str | None = "auto", storage_options: StorageOptions = None
-) -> int:
-    """Counts the records in one or more TFRecord files (local paths or URLs).
-
-    Answers without reading a file when its dataset manifest (written by
-    :func:`write_dataset`) or its ``.idx`` sidecar describes it and agrees with its size
-    (for a URL: one small request each, not the shard's bytes); otherwise scans it,
-    checking length checksums.
-    """
-    manifests: dict[str, Any] = {}
-    total = 0
-    files = expand_paths(paths, storage_options=storage_options)
-    opener = opener_for(files, storage_options)
-    for path in files:
-        known = _known_count(path, manifests, storage_options)
-        if known is None:
-            known = _core.count_records(path, compression, opener)
-        total += known
-    return total
-
-
-def _known_count(path: str, manifests: dict[str, Any], options: StorageOptions) -> int | None:
-    size = file_size(path, options)
-    name = basename(path)
-    m = SHARD_RE.match(name)
-    if m:
-        mpath = manifest_path(path[: len(path) - len(name)] + m.group("prefix"))
-        if mpath not in manifests:
-            try:
-                manifests[mpath] = Manifest.load(mpath, storage_options=options)
-            except (OSError, ValueError, KeyError, TypeError):
-                manifests[mpath] = None
-        manifest = manifests[mpath]
-        if manifest is not None:
-            for shard in manifest.shards:
-                if shard.file == name and shard.bytes == size:
-                    return shard.records
-    known = _index_count(path + ".idx", size, 2, options)
-    return known if known is not None else _index_count(path + ".gzi", size, 4, options)
-
-
-def _index_count(index: str, size: int, columns: int, options: StorageOptions) -> int | None:
-    """Records listed by an index sidecar whose entries end exactly at ``size``: ``offset
-    length`` per record (``.idx``), or ``offset length first records`` per gzip member
-    (``.gzi``)."""
-    try:
-        fields = read_bytes(index, options).split()
-        table = [int(x) for x in fields]
-    except (OSError, ValueError):
-        return None
-    if len(table) % columns:
-        return None
-    if not table:
-        return 0 if size == 0 else None
-    last = table[-columns:]
-    if last[0] + last[1] != size:
-        return None
-    return len(table) // 2 if columns == 2 else sum(table[3::4])
-
-
-def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema:
-    """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
-    :class:`SchemaGuess`); ``read_kwargs`` go to :func:`read_records`. For
-    ``SequenceExample``s the schema is the context's, and its ``sequence`` attribute the
-    feature lists' (``FixedLenSequence`` where every step has one size, else ``VarLen``).
-
-    >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
-    Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
-    """
-    guess = SchemaGuess()
-    steps = SequenceGuess()
-    for record in read_records(paths, **read_kwargs):
-        if guess.examples >= sample:
-            break
-        context, lists = decode_sequence_example(record)
-        guess.add(context)
-        steps.add(lists)
-    schema = guess.schema()
-    if steps.seen:
-        schema.sequence = steps.schema()
-    return schema
 
 
 class RecordWriter:

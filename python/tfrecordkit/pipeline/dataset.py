@@ -19,12 +19,13 @@ import numpy as np
 
 from .. import _core
 from .._renamed import renamed
+from ..datasets.index import _known_count
 from ..image import DEFAULT_CROP_RATIO, ImageOptions
 from ..io.options import ReadOptions
 from ..io.paths import Paths, StorageOptions, expand_paths, opener_for
 from ..io.policy import OnError
-from ..io.records import _known_count, infer_schema
 from ..schema.features import Schema, _as_schema
+from ..schema.reading import infer_schema
 from ..schema.sequence import as_sequence_schema
 from . import plan as _plan
 from . import python_stages as _stages

@@ -17,11 +17,11 @@ from typing import Any, NoReturn
 import click
 import numpy as np
 
-from .errors import ExampleDecodeError, TFRecordError
-from .io.records import count as count_records
-from .io.records import read_records
-from .io.verify import verify as verify_files
-from .schema.example import decode_example
+from ..datasets.index import count as count_records
+from ..datasets.verify import verify as verify_files
+from ..errors import ExampleDecodeError, TFRecordError
+from ..io.records import read_records
+from ..schema.example import decode_example
 
 COMPRESSION = click.option(
     "--compression",
@@ -188,7 +188,7 @@ def _c(compression: str) -> str | None:
 @COMPRESSION
 def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
     """Count the records in PATHS (files or glob patterns)."""
-    from .io.paths import expand_paths
+    from ..io.paths import expand_paths
 
     try:
         files = expand_paths(list(paths), storage_options=_so())
@@ -263,7 +263,7 @@ def _verify_total(reports: list[Any]) -> str:
 @COMPRESSION
 def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str) -> None:
     """Guess the schema of the Examples in PATHS from a sample of them."""
-    from .io.records import infer_schema
+    from ..schema.reading import infer_schema
 
     try:
         guessed = infer_schema(
@@ -292,8 +292,8 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
 @click.argument("paths", nargs=-1, required=True)
 def index(paths: tuple[str, ...]) -> None:
     """Write a FILE.idx sidecar (offset length per record) for each uncompressed file."""
-    from .io.index import build_index
-    from .io.paths import expand_paths
+    from ..datasets.index import build_index
+    from ..io.paths import expand_paths
 
     failed = False
     try:
@@ -325,8 +325,8 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     Skips damaged records, resynchronizes past damaged headers, drops a torn tail, and
     reports what was lost. Exits 0 when SRC was intact, 1 when something was lost.
     """
-    from .io.verify import _same
-    from .io.verify import repair as repair_file
+    from ..datasets.verify import _same
+    from ..datasets.verify import repair as repair_file
 
     if _same(src, output):
         raise click.BadParameter(
@@ -417,7 +417,7 @@ def convert(
     image_uri, label rows into TFRecord splits in OUTPUT_DIR."""
     from dataclasses import asdict
 
-    from .conversion import convert as run
+    from ..conversion import convert as run
 
     try:
         summary = run(
@@ -449,7 +449,7 @@ def convert(
 @click.option("--out", help="The PNG to write [default: OUTPUT_DIR/sheet-SPLIT.png].")
 def inspect(output_dir: str, split: str, num: int, out: str | None) -> None:
     """Draw the first images of a converted split, with their labels, into a PNG."""
-    from .conversion import contact_sheet
+    from ..conversion import contact_sheet
 
     try:
         path = contact_sheet(output_dir, split, num, out, storage_options=_so())
@@ -508,8 +508,8 @@ def reshard(
     Merges many files into few, splits few into many, and recompresses; record order is
     kept. Writes a manifest and index sidecars; nothing appears until all shards are done.
     """
-    from .datasets.writer import write_dataset
-    from .io.paths import expand_paths
+    from ..datasets.writer import write_dataset
+    from ..io.paths import expand_paths
 
     try:
         files = expand_paths(list(inputs), storage_options=_so())
@@ -558,7 +558,7 @@ def reshard(
 def demo(directory: str, num: int) -> None:
     """Write, verify and parse a sample dataset; convert a generated image table, read it
     back through a pipeline and decode its images."""
-    from ._demo import run
+    from .demo import run
 
     sys.exit(run(directory, num, click.echo))
 
@@ -589,7 +589,3 @@ def run(args: list[str] | None = None) -> NoReturn:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run()

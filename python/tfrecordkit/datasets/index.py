@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
 from .. import _core
 from ..errors import DataLossError
-from .paths import (
+from ..io.paths import (
+    Paths,
     StorageOptions,
+    basename,
+    expand_paths,
     file_size,
     is_url,
     opener_for,
@@ -24,8 +27,9 @@ from .paths import (
     read_ranges,
     write_file,
 )
+from .manifest import SHARD_RE, Manifest, manifest_path
 
-__all__ = ["RecordIndex", "build_index"]
+__all__ = ["RecordIndex", "build_index", "count"]
 
 
 def _load(path: str, columns: int, options: StorageOptions) -> np.ndarray:
@@ -178,3 +182,64 @@ def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions
         target, "".join(f"{offset} {length}\n" for offset, length in entries), storage_options
     )
     return target
+
+
+def count(
+    paths: Paths, *, compression: str | None = "auto", storage_options: StorageOptions = None
+) -> int:
+    """Counts the records in one or more TFRecord files (local paths or URLs).
+
+    Answers without reading a file when its dataset manifest (written by
+    :func:`write_dataset`) or its ``.idx`` sidecar describes it and agrees with its size
+    (for a URL: one small request each, not the shard's bytes); otherwise scans it,
+    checking length checksums.
+    """
+    manifests: dict[str, Any] = {}
+    total = 0
+    files = expand_paths(paths, storage_options=storage_options)
+    opener = opener_for(files, storage_options)
+    for path in files:
+        known = _known_count(path, manifests, storage_options)
+        if known is None:
+            known = _core.count_records(path, compression, opener)
+        total += known
+    return total
+
+
+def _known_count(path: str, manifests: dict[str, Any], options: StorageOptions) -> int | None:
+    size = file_size(path, options)
+    name = basename(path)
+    m = SHARD_RE.match(name)
+    if m:
+        mpath = manifest_path(path[: len(path) - len(name)] + m.group("prefix"))
+        if mpath not in manifests:
+            try:
+                manifests[mpath] = Manifest.load(mpath, storage_options=options)
+            except (OSError, ValueError, KeyError, TypeError):
+                manifests[mpath] = None
+        manifest = manifests[mpath]
+        if manifest is not None:
+            for shard in manifest.shards:
+                if shard.file == name and shard.bytes == size:
+                    return shard.records
+    known = _index_count(path + ".idx", size, 2, options)
+    return known if known is not None else _index_count(path + ".gzi", size, 4, options)
+
+
+def _index_count(index: str, size: int, columns: int, options: StorageOptions) -> int | None:
+    """Records listed by an index sidecar whose entries end exactly at ``size``: ``offset
+    length`` per record (``.idx``), or ``offset length first records`` per gzip member
+    (``.gzi``)."""
+    try:
+        fields = read_bytes(index, options).split()
+        table = [int(x) for x in fields]
+    except (OSError, ValueError):
+        return None
+    if len(table) % columns:
+        return None
+    if not table:
+        return 0 if size == 0 else None
+    last = table[-columns:]
+    if last[0] + last[1] != size:
+        return None
+    return len(table) // 2 if columns == 2 else sum(table[3::4])

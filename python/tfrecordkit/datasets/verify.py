@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from .. import _core
 from ..errors import DataLossError, TFRecordError
-from .paths import Paths, StorageOptions, exists, expand_paths, is_url, opener_for, upload
-from .reports import Damage, FileReport
+from ..io.paths import Paths, StorageOptions, exists, expand_paths, is_url, opener_for, upload
+from ..io.reports import Damage, FileReport
 
 __all__ = ["repair", "verify"]
 

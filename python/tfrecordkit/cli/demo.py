@@ -8,10 +8,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .io.records import RecordWriter, count, read_records
-from .io.verify import verify
-from .schema.example import encode_example
-from .schema.features import FixedLen, Schema, parse_examples
+from ..datasets.index import count
+from ..datasets.verify import verify
+from ..io.records import RecordWriter, read_records
+from ..schema.example import encode_example
+from ..schema.features import FixedLen, Schema, parse_examples
 
 STRINGS = np.array([b"cat", b"dog", b"chicken", b"horse", b"goat"])
 SCHEMA = Schema(
@@ -97,7 +98,7 @@ def convert_and_load(directory: str, echo: Callable[[str], None], n: int = 48) -
 
     from PIL import Image
 
-    from .conversion import convert, load
+    from ..conversion import convert, load
 
     images = os.path.join(directory, "images")
     os.makedirs(images, exist_ok=True)

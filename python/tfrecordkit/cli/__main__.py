@@ -1,0 +1,5 @@
+"""``python -m tfrecordkit.cli``: the ``tfrecordkit`` command."""
+
+from . import run
+
+run()
