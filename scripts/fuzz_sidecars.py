@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import tfrecordkit as tfr
+from tfrecordkit.schema.features import _spec_to_dict
 
 HOSTILE: list[Any] = [
     None,
@@ -141,8 +142,8 @@ def seeds(root: Path) -> dict[str, Any]:
     manifest = tfr.write_dataset(columns, data / "train", num_shards=1, progress=False)
     tfr.tfds.write_metadata(data, features={"label": tfr.tfds.ClassLabel(names=["a", "b", "c"])})
     schema = dict(manifest.schema.to_dict())
-    schema["sparse"] = tfr.schema._spec_to_dict(tfr.SparseFeature("idx", "val", "float32", 4))
-    schema["ragged"] = tfr.schema._spec_to_dict(
+    schema["sparse"] = _spec_to_dict(tfr.SparseFeature("idx", "val", "float32", 4))
+    schema["ragged"] = _spec_to_dict(
         tfr.RaggedFeature("float32", "val", [tfr.RaggedFeature.UniformRowLength(1)])
     )
     return {
