@@ -222,6 +222,24 @@ def test_stages_after_map_run_in_the_engine(shards, helpers):
     assert len(list(ds.batch(16, drop_remainder=True))) == 2
 
 
+def test_prefetch_after_map_keeps_order_and_delivers_what_came_before_an_error(shards, helpers):
+    paths = shards([600])
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).map(lambda e: int(e["id"]))
+    assert list(ds.prefetch(3)) == list(range(600))
+    assert list(ds.batch(7).prefetch(1).map(len)) == [7] * 85 + [5]
+
+    def fail_at_500(i):
+        if i == 500:
+            raise RuntimeError("bad element")
+        return i
+
+    seen = []
+    with pytest.raises(RuntimeError, match="bad element"):
+        for x in ds.map(fail_at_500).prefetch(2):
+            seen.append(x)
+    assert seen == list(range(500))
+
+
 def test_batch_after_map_stacks_scalars_by_numpy_rules(shards, helpers):
     paths = shards([4])
     ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA)

@@ -286,26 +286,51 @@ def object_array(items: Sequence[Any]) -> np.ndarray:
     return out
 
 
-def prefetch(it: Iterator[Pair], size: int) -> Iterator[Pair]:
-    """Runs ``it`` on a background thread, up to ``size`` elements ahead."""
-    q: queue.Queue[Any] = queue.Queue(max(1, size))
+#: Elements handed from the prefetch thread to the consumer at once, at most, and how
+#: long the thread gathers them (once it has the ``size`` asked for).
+PREFETCH_CHUNK = 256
+PREFETCH_SECONDS = 0.0005
+
+
+def prefetch(it: Iterator[Any], size: int) -> Iterator[Any]:
+    """Runs ``it`` on a background thread, ``size`` elements ahead. Elements cross to the
+    consumer in chunks: ``size`` of them, or as many as come in
+    :data:`PREFETCH_SECONDS` (up to :data:`PREFETCH_CHUNK`), whichever is more. Both
+    threads need the GIL for Python work, so that cheap elements cost no thread handoff
+    each; large ones, slow to make, still come ``size`` at a time."""
+    least = max(1, size)
+    q: queue.Queue[Any] = queue.Queue(1)
     done = object()
     stop = threading.Event()
+    clock = time.perf_counter
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def produce() -> None:
+        chunk: list[Any] = []
+        started = 0.0
         try:
             for x in it:
-                while not stop.is_set():
-                    try:
-                        q.put((x, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            q.put((done, None))
-        except BaseException as err:  # handed to the consumer
-            q.put((done, err))
+                if not chunk:
+                    started = clock()
+                chunk.append(x)
+                n = len(chunk)
+                if n >= least and (n >= PREFETCH_CHUNK or clock() - started >= PREFETCH_SECONDS):
+                    if not put((chunk, None)):
+                        return
+                    chunk = []
+            put((chunk, None))
+            put((done, None))
+        except BaseException as err:  # handed to the consumer, after what came before it
+            put((chunk, None))
+            put((done, err))
 
     thread = threading.Thread(target=produce, name="tfrecordkit-prefetch", daemon=True)
     thread.start()
@@ -316,7 +341,7 @@ def prefetch(it: Iterator[Pair], size: int) -> Iterator[Pair]:
                 if err is not None:
                     raise err
                 return
-            yield x
+            yield from x
     finally:
         stop.set()
 
