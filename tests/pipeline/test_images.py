@@ -263,6 +263,24 @@ def test_decode_image_after_python_stages(image_shards):
     assert [b["image"].shape for b in batched] == [(4, 9, 9, 3), (2, 9, 9, 3)]
 
 
+def test_decode_image_after_sequence_examples(tmp_path):
+    path = str(tmp_path / "clips.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        for i in range(5):
+            poster = encode(pixels(20, 30, i))
+            w.write(tfr.encode_sequence_example({"poster": poster}, {"t": [[i], [i + 1]]}))
+    lists = {"t": tfr.FixedLenSequence([], "int64")}
+    ds = tfr.Dataset.from_files(path).parse(SCHEMA_OF_POSTERS, lists)
+    one = next(iter(ds.decode_image("poster", size=8)))
+    assert one["poster"].shape == (8, 8, 3) and one["t"].tolist() == [0, 1]
+    batches = list(ds.batch(2).decode_image("poster", size=8, dtype="uint8"))
+    assert [b["poster"].shape for b in batches] == [(2, 8, 8, 3), (2, 8, 8, 3), (1, 8, 8, 3)]
+    assert batches[1]["t"].tolist() == [[2, 3], [3, 4]]
+
+
+SCHEMA_OF_POSTERS = {"poster": tfr.FixedLen([], "bytes")}
+
+
 def test_seeded_augmentation_is_the_same_with_or_without_a_map_before_it(image_shards):
     paths = image_shards(8)
     augment = {"size": 12, "random_crop": True, "random_flip": True, "seed": 5}

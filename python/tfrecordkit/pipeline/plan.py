@@ -211,13 +211,9 @@ def compile_plan(files_level: bool, ops: tuple[Op, ...]) -> Plan:
                 phase = "python"
         elif phase == "batched" and isinstance(op, Prefetch):
             plan.prefetch = op.size
-        elif (
-            phase == "batched"
-            and isinstance(op, ParseSequence)
-            and op.batched
-            and not _parsed(plan)
-            and not plan.images
-        ):
+        elif phase == "batched" and isinstance(op, ParseSequence) and op.batched:
+            if _parsed(plan):
+                raise TypeError("the records are parsed already")
             plan.sequence = op
         elif phase == "batched" and isinstance(op, DecodeImage) and plan.schema is not None:
             _add_image(plan, op)
@@ -226,7 +222,7 @@ def compile_plan(files_level: bool, ops: tuple[Op, ...]) -> Plan:
                 raise TypeError("interleave() reads files; this dataset holds records")
             if isinstance(op, Parse) and (plan.schema is not None or phase == "batched"):
                 raise TypeError("parse() needs unbatched, unparsed records")
-            if isinstance(op, DecodeImage) and plan.schema is None:
+            if isinstance(op, DecodeImage) and not _parsed(plan):
                 raise TypeError("decode_image() needs parsed Examples: call .parse() first")
             plan.python_ops.append(op)
             phase = "python"
