@@ -405,9 +405,21 @@ def _after(
         )
         return ((None, x) for x in engine) if pairs and not tagged else engine
     op = plan.python_ops[upto - 1]
+    if isinstance(op, Map) and not tagged:
+        # Without keys, a map on threads takes and gives the elements themselves, straight
+        # from the engine's units where it follows them.
+        if upto == 1:
+            units = _native(source, plan, epoch, tagged=False, chunks=True)
+        else:
+            units = _stages.units_of(_after(source, plan, upto - 1, epoch, tagged, pairs=False))
+        it = _stages.parallel_map(units, op.fn, op.num_parallel_calls)
+        return ((None, x) for x in it) if pairs else it
     it = _after(source, plan, upto - 1, epoch, tagged, pairs=True)
     if isinstance(op, Map):
-        it = _stages.map_pairs(it, op.fn, op.num_parallel_calls)
+        fn = op.fn
+        it = _stages.parallel_map(
+            _stages.units_of(it), lambda p: (p[0], fn(p[1])), op.num_parallel_calls
+        )
     elif isinstance(op, Cache):
         it = op.store.replay(it)
     elif isinstance(op, Prefetch):

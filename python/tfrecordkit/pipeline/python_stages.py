@@ -172,23 +172,20 @@ class _Timed:
                 return
 
 
-def autotuned_map(fn: Callable[[Any], Any], pairs: Iterator[Pair], workers: int) -> Iterator[Pair]:
-    """``(key, fn(element))`` for each pair, in order, serially or on ``workers`` threads,
-    whichever delivers more a second. Each round runs serially for
-    :data:`PROBE_SECONDS`, timing ``fn``; when it takes long enough per element for
-    threads to pay (:data:`PARALLEL_ITEM_SECONDS`), it then runs on the threads as long,
-    and the faster way is kept for :data:`KEEP_SECONDS`. A cheap function, or one that
-    holds the GIL, runs serially (threads would only add their cost); one that spends its
-    time in NumPy, I/O or native code runs in parallel."""
-    items = iter(pairs)
+def autotuned_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> Iterator[Any]:
+    """``fn(item)`` for each item, in order, serially or on ``workers`` threads, whichever
+    delivers more a second. Each round runs serially for :data:`PROBE_SECONDS`, timing
+    ``fn``; when it takes long enough per item for threads to pay
+    (:data:`PARALLEL_ITEM_SECONDS`), it then runs on the threads as long, and the faster
+    way is kept for :data:`KEEP_SECONDS`. A cheap function, or one that holds the GIL,
+    runs serially (threads would only add their cost); one that spends its time in NumPy,
+    I/O or native code runs in parallel."""
+    items = iter(items)
     clock = time.perf_counter
 
-    def on_threads(pair: Pair) -> Pair:
-        return pair[0], fn(pair[1])
-
-    def threads(span: float) -> Iterator[Pair]:
+    def threads(span: float) -> Iterator[Any]:
         source = _Timed(items)
-        yield from chunked_map(on_threads, source.until(clock() + span), workers)
+        yield from chunked_map(fn, source.until(clock() + span), workers)
         if source.exhausted:
             raise _Exhausted
 
@@ -198,11 +195,11 @@ def autotuned_map(fn: Callable[[Any], Any], pairs: Iterator[Pair], workers: int)
             start, spent, n = clock(), 0.0, 0
             while clock() < start + PROBE_SECONDS:
                 chunk = list(itertools.islice(items, 64))
-                for key, x in chunk:
+                for x in chunk:
                     t = clock()
                     y = fn(x)
                     spent += clock() - t
-                    yield key, y
+                    yield y
                 n += len(chunk)
                 if len(chunk) < 64:
                     return
@@ -219,10 +216,9 @@ def autotuned_map(fn: Callable[[Any], Any], pairs: Iterator[Pair], workers: int)
                 continue
             end = clock() + KEEP_SECONDS
             while clock() < end:
-                chunk = list(itertools.islice(items, 256))
-                for key, x in chunk:
-                    yield key, fn(x)
-                if len(chunk) < 256:
+                chunk = list(itertools.islice(items, 1024))
+                yield from map(fn, chunk)
+                if len(chunk) < 1024:
                     return
     except _Exhausted:
         return
@@ -232,11 +228,26 @@ class _Exhausted(Exception):
     """The items of an autotuned map ran out while threads were mapping them."""
 
 
-def map_pairs(it: Iterator[Pair], fn: Callable[[Any], Any], parallel: int) -> Iterator[Pair]:
-    """``map`` with ``num_parallel_calls``: on threads, or as :func:`autotuned_map` picks."""
-    if parallel == AUTOTUNE:
-        return autotuned_map(fn, it, cpus())
-    return chunked_map(lambda pair: (pair[0], fn(pair[1])), it, parallel)
+def parallel_map(
+    units: Iterator[list[Any]], fn: Callable[[Any], Any], parallel: int
+) -> Iterator[Any]:
+    """``map`` with ``num_parallel_calls`` over the elements of ``units`` (lists of them):
+    on threads, or as :func:`autotuned_map` picks. Closing it closes ``units``."""
+    items = itertools.chain.from_iterable(units)
+    try:
+        if parallel == AUTOTUNE:
+            yield from autotuned_map(fn, items, cpus())
+        else:
+            yield from chunked_map(fn, items, parallel)
+    finally:
+        close = getattr(units, "close", None)
+        if close is not None:
+            close()
+
+
+def units_of(it: Iterator[Any], size: int = UNIT) -> Iterator[list[Any]]:
+    """The items of ``it`` in lists of ``size``."""
+    return iter(lambda: list(itertools.islice(it, size)), [])
 
 
 def collate(elements: list[Any], keys: list[Any] | None) -> Pair:
