@@ -172,14 +172,20 @@ class _Timed:
                 return
 
 
-def autotuned_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> Iterator[Any]:
+def autotuned_map(
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    workers: int,
+    close: Callable[[], Any] | None = None,
+) -> Iterator[Any]:
     """``fn(item)`` for each item, in order, serially or on ``workers`` threads, whichever
     delivers more a second. Each round runs serially for :data:`PROBE_SECONDS`, timing
     ``fn``; when it takes long enough per item for threads to pay
     (:data:`PARALLEL_ITEM_SECONDS`), it then runs on the threads as long, and the faster
     way is kept for :data:`KEEP_SECONDS`. A cheap function, or one that holds the GIL,
     runs serially (threads would only add their cost); one that spends its time in NumPy,
-    I/O or native code runs in parallel."""
+    I/O or native code runs in parallel. ``close`` is called when the map ends or is
+    closed."""
     items = iter(items)
     clock = time.perf_counter
 
@@ -222,6 +228,9 @@ def autotuned_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) 
                     return
     except _Exhausted:
         return
+    finally:
+        if close is not None:
+            close()
 
 
 class _Exhausted(Exception):
@@ -234,13 +243,18 @@ def parallel_map(
     """``map`` with ``num_parallel_calls`` over the elements of ``units`` (lists of them):
     on threads, or as :func:`autotuned_map` picks. Closing it closes ``units``."""
     items = itertools.chain.from_iterable(units)
+    close = getattr(units, "close", None)
+    if parallel == AUTOTUNE:
+        # Returned as it is: a generator between it and the consumer would cost a step
+        # per element, which a cheap fn run serially would feel.
+        return autotuned_map(fn, items, cpus(), close)
+    return _closing(chunked_map(fn, items, parallel), close)
+
+
+def _closing(it: Iterator[Any], close: Callable[[], Any] | None) -> Iterator[Any]:
     try:
-        if parallel == AUTOTUNE:
-            yield from autotuned_map(fn, items, cpus())
-        else:
-            yield from chunked_map(fn, items, parallel)
+        yield from it
     finally:
-        close = getattr(units, "close", None)
         if close is not None:
             close()
 
