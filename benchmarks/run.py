@@ -918,7 +918,7 @@ def main() -> None:
         our_parse_sequences(tf, sequences),
         tf_parse_sequences(tf, sequences),
         "TensorFlow",
-        ">= 4x",
+        ">= 6x",
     )
     measure(
         "read + parse + batch, SparseFeature (10-50 of 10,000)",
@@ -926,7 +926,7 @@ def main() -> None:
         our_parse_composite(tf, composite, "sparse"),
         tf_parse_composite(tf, composite, "sparse"),
         "TensorFlow",
-        ">= 4x",
+        ">= 6x",
     )
     measure(
         "read + parse + batch, RaggedFeature (RowLengths partition)",
@@ -934,7 +934,7 @@ def main() -> None:
         our_parse_composite(tf, composite, "ragged"),
         tf_parse_composite(tf, composite, "ragged"),
         "TensorFlow",
-        ">= 4x",
+        ">= 6x",
     )
     measure(
         "gzip raw read, tutorial Examples",
@@ -973,7 +973,7 @@ def main() -> None:
         our_interleave_pipeline(shard_glob, cache=False),
         our_parse_drop(shard_glob, 128),
         "tfrecordkit read_examples",
-        ">= 0.8x (overhead < 20%)",
+        ">= 0.9x (overhead < 10%)",
         reps=3 * rep,
     )
 
@@ -1328,6 +1328,16 @@ def write_doc(out: Path, rows: list[Row], notes: list[str], tf_version: str, rep
         "Ray cluster of the host's cores; it builds one `tf.train.Example` per row, so it runs",
         "once). The Ray Data row puts `tfr.ray.read` in the same place: the same file read",
         "inside Ray and materialized in its object store, Ray's scheduling included.",
+        "",
+        "The per-Example map rows read 200,000 tutorial Examples: tfrecordkit's engine parses",
+        "them, calls `f` on each (a dict of NumPy scalars) and runs the shuffle and batch",
+        "after it natively, stacking each batch with one NumPy call per feature (a prefetch",
+        "after it runs on a thread that hands elements over in chunks);",
+        "TensorFlow parses with `parse_single_example` in a `map` and runs `f` as a traced",
+        "function. The AUTOTUNE rows compare `map(f, num_parallel_calls=AUTOTUNE)` with a",
+        "serial `map(f)` on the same pipeline. NumPy releases the GIL only inside its loops: on",
+        "this 2-core host the 64 KB NumPy function alone runs 1.31x faster on two threads than",
+        "on one, so with the reading and parsing on the same two cores 1.5x is out of reach here.",
         "",
         "The pipeline rows run the ImageNet-style tf.data interleave pipeline",
         "(`list_files → interleave(AUTOTUNE, deterministic=False) → parse → cache → shuffle(10000)",
