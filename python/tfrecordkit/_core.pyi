@@ -39,6 +39,7 @@ __all__ = [
     "frame_record",
     "masked_crc32c",
     "rows",
+    "stop_threads",
     "member_records",
     "mix_seed",
     "pad_steps",
@@ -103,6 +104,7 @@ def commit_shard(
 ) -> None: ...
 def mix_seed(a: int, b: int) -> int: ...
 def rows(columns: dict[Any, Any], n: int) -> list[dict[Any, Any]]: ...
+def stop_threads() -> None: ...
 
 @final
 class Table:

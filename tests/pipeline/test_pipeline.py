@@ -578,33 +578,38 @@ def test_interleave_refuses_a_bad_num_parallel_calls(tmp_path):
         tfr.Dataset.list_files(str(path)).interleave(num_parallel_calls=0)
 
 
-def test_a_parallel_map_hands_items_over_in_chunks_and_keeps_their_order():
-    from tfrecordkit.pipeline.python_stages import chunked_map
+def _numbers(tmp_path, n):
+    path = tmp_path / f"numbers{n}.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write_many(str(i).encode() for i in range(n))
+    return tfr.Dataset.list_files(str(path)).interleave()
 
+
+def test_a_parallel_map_runs_on_engine_threads_and_keeps_the_order(tmp_path):
     seen_threads = set()
 
     def f(x):
         seen_threads.add(threading.get_ident())
-        return x * 2
+        return int(x) * 2
 
-    assert list(chunked_map(f, iter(range(5000)), 2)) == [x * 2 for x in range(5000)]
-    assert list(chunked_map(f, iter([]), 2)) == []
-    assert len(seen_threads) >= 1
+    ds = _numbers(tmp_path, 5000).map(f, num_parallel_calls=2)
+    assert list(ds) == [x * 2 for x in range(5000)]
+    assert threading.get_ident() not in seen_threads
+    assert list(_numbers(tmp_path, 0).map(f, num_parallel_calls=2)) == []
 
     def fails(x):
-        if x == 777:
+        if int(x) == 777:
             raise KeyError(x)
         return x
 
+    it = iter(_numbers(tmp_path, 2000).map(fails, num_parallel_calls=2))
+    got = [next(it) for _ in range(777)]
+    assert got == [str(i).encode() for i in range(777)]
     with pytest.raises(KeyError):
-        list(chunked_map(fails, iter(range(2000)), 2))
+        next(it)
 
 
-def test_an_autotuned_map_runs_cheap_functions_serially_and_slow_ones_on_threads(monkeypatch):
-    from tfrecordkit.pipeline import python_stages as _stages
-
-    monkeypatch.setattr(_stages, "PROBE_SECONDS", 0.02)
-    monkeypatch.setattr(_stages, "KEEP_SECONDS", 0.05)
+def test_an_autotuned_map_runs_cheap_functions_serially_and_slow_ones_on_threads(tmp_path):
     caller = threading.get_ident()
 
     def run(fn, n):
@@ -614,15 +619,40 @@ def test_an_autotuned_map_runs_cheap_functions_serially_and_slow_ones_on_threads
             seen.add(threading.get_ident())
             return fn(x)
 
-        out = list(_stages.autotuned_map(traced, iter(range(n)), 2))
-        assert out == [fn(i) for i in range(n)]
+        out = list(_numbers(tmp_path, n).map(traced, num_parallel_calls=tfr.AUTOTUNE))
+        assert out == [fn(str(i).encode()) for i in range(n)]
         return seen
 
-    assert run(lambda x: x + 1, 50_000) == {caller}
+    assert run(lambda x: x + b"!", 50_000) == {caller}
 
     def sleepy(x):  # releases the GIL, as NumPy and I/O do
         time.sleep(0.0005)
-        return -x
+        return -int(x)
 
     assert run(sleepy, 600) - {caller}
-    assert list(_stages.autotuned_map(lambda x: x, iter([]), 2)) == []
+    assert run(sleepy, 0) == set()
+
+
+def test_a_pipeline_with_threads_left_unfinished_lets_the_interpreter_exit(tmp_path):
+    """A map on threads and a prefetch, dropped halfway or left running at exit."""
+    path = tmp_path / "many.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write_many(b"x" * 10 for _ in range(10_000))
+    code = f"""
+import time, tfrecordkit as tfr
+def slow(x):
+    time.sleep(0.0002)
+    return x
+ds = tfr.Dataset.list_files({str(path)!r}).interleave().repeat()
+ds = ds.map(slow, num_parallel_calls=2).prefetch(8)
+it = iter(ds)
+for _ in range(500):
+    next(it)
+del it
+kept = iter(ds.map(len, num_parallel_calls=tfr.AUTOTUNE).prefetch(2))
+next(kept)
+print("done")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "done"

@@ -1,12 +1,14 @@
 //! The engine's stages over Python elements (after a user `map` or `filter`): Python
 //! supplies the elements, the functions and how a batch is stacked; the core runs them.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyList, PyTuple};
 use tfrecordkit_core::pipeline::elements::{
-    element_stream, CollateFn, ElementOp, Elements as CoreElements, FilterFn, MapFn, SourceFn,
+    element_stream, CollateFn, ElementOp, Elements as CoreElements, FilterFn, Lock, LockFn, MapFn,
+    SourceFn, Workers,
 };
 
 use crate::pipeline::Stage;
@@ -26,6 +28,8 @@ enum Op<'py> {
     Map {
         #[pyo3(attribute("fn"))]
         f: Py<PyAny>,
+        #[pyo3(attribute)]
+        num_parallel_calls: Option<i64>,
     },
     Filter {
         #[pyo3(attribute)]
@@ -37,6 +41,77 @@ enum Op<'py> {
         #[pyo3(attribute)]
         drop_remainder: bool,
     },
+    Prefetch {
+        #[pyo3(attribute)]
+        size: usize,
+    },
+}
+
+/// Python's GIL, as the engine's threads share it: held for a span of work, let go while
+/// waiting for another thread. Once the interpreter is ending ([`stop_threads`]), it is
+/// refused to the engine's threads, and their work goes back to the consumer.
+pub(crate) fn gil() -> Lock {
+    let hold: LockFn = Arc::new(|work| {
+        let Some(_inside) = Inside::enter() else {
+            return false;
+        };
+        Python::attach(|_| work());
+        true
+    });
+    let release: LockFn = Arc::new(|work| {
+        Python::attach(|py| py.detach(&mut *work));
+        true
+    });
+    Lock { hold, release }
+}
+
+static STOPPING: AtomicBool = AtomicBool::new(false);
+/// Engine threads running Python code now, and a signal when one leaves.
+static INSIDE: Mutex<usize> = Mutex::new(0);
+static LEFT: Condvar = Condvar::new();
+
+/// An engine thread's span of Python work, counted.
+struct Inside;
+
+impl Inside {
+    fn enter() -> Option<Inside> {
+        if STOPPING.load(Ordering::SeqCst) {
+            return None;
+        }
+        *INSIDE.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        let inside = Inside;
+        // Counted before looking again: `stop_threads` either waits for this span or
+        // this span sees it and backs out.
+        (!STOPPING.load(Ordering::SeqCst)).then_some(inside)
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        *INSIDE.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        LEFT.notify_all();
+    }
+}
+
+/// Called as the interpreter ends (an `atexit` hook): the engine's threads take the GIL
+/// no more, and this waits until none runs Python code, so that none is left inside
+/// Python when the interpreter is torn down.
+#[pyfunction]
+pub fn stop_threads(py: Python<'_>) {
+    STOPPING.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let mut inside = INSIDE.lock().unwrap_or_else(|e| e.into_inner());
+        while *inside > 0 {
+            inside = LEFT.wait(inside).unwrap_or_else(|e| e.into_inner());
+        }
+    });
+}
+
+/// `map(num_parallel_calls=AUTOTUNE)`.
+const AUTOTUNE: i64 = -1;
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl Op<'_> {
@@ -47,7 +122,10 @@ impl Op<'_> {
     ) -> PyResult<ElementOp<Tagged, PyErr>> {
         Ok(match self {
             Op::Native(stage) => stage.element_op()?,
-            Op::Map { f } => {
+            Op::Map {
+                f,
+                num_parallel_calls,
+            } => {
                 let f = Python::attach(|py| f.clone_ref(py));
                 let map: MapFn<Tagged, PyErr> = Arc::new(move |x: Tagged| {
                     Python::attach(|py| {
@@ -55,8 +133,29 @@ impl Op<'_> {
                         Ok(Tagged { key: x.key, value })
                     })
                 });
-                ElementOp::Map(map)
+                match *num_parallel_calls {
+                    None | Some(1) => ElementOp::Map(map),
+                    Some(AUTOTUNE) => ElementOp::ParallelMap {
+                        f: map,
+                        workers: Workers::Autotune(cpus()),
+                        lock: gil(),
+                    },
+                    Some(n) if n > 1 => ElementOp::ParallelMap {
+                        f: map,
+                        workers: Workers::Fixed(n as usize),
+                        lock: gil(),
+                    },
+                    Some(n) => {
+                        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                            "num_parallel_calls must be at least 1 or AUTOTUNE, not {n}"
+                        )))
+                    }
+                }
             }
+            Op::Prefetch { size } => ElementOp::Prefetch {
+                size: *size,
+                lock: gil(),
+            },
             Op::Filter { predicate } => {
                 let f = Python::attach(|py| predicate.clone_ref(py));
                 let filter: FilterFn<Tagged, PyErr> = Arc::new(move |x: &Tagged| {
@@ -142,8 +241,8 @@ impl CoreElements<Tagged, PyErr> for FromIterator {
 /// The elements of a pipeline's stages after a user function: `source(epoch)` gives the
 /// elements before them (as `(key, element)` pairs when `tagged`; lists of them, one at
 /// a time, when `chunks`), `ops` are the stages
-/// (`Map`, `Filter`, `Batch` and the engine's `Shuffle`, `Shard`, `Skip`, `Take`,
-/// `Repeat`), and `collate(elements, keys)` stacks a batch into a `(key, element)` pair.
+/// (`Map`, serial or with `num_parallel_calls`, `Filter`, `Batch`, `Prefetch` and the
+/// engine's `Shuffle`, `Shard`, `Skip`, `Take`, `Repeat`), and `collate(elements, keys)` stacks a batch into a `(key, element)` pair.
 #[pyclass(module = "tfrecordkit._core")]
 pub struct ElementPipeline {
     // Only ever used through `&mut self`: the lock is never contended.

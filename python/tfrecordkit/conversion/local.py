@@ -7,8 +7,9 @@ import io
 import os
 import time
 import warnings
-from collections import Counter
-from collections.abc import Iterator
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,6 @@ from ..integrations import tfds
 from ..io.paths import StorageOptions, exists, is_url, join, read_bytes, remove, write_file
 from ..io.records import read_records
 from ..pipeline.dataset import Dataset
-from ..pipeline.python_stages import ordered_map
 from ..schema.example import decode_example
 from ..schema.features import Schema
 from .rows import (
@@ -36,6 +36,23 @@ from .rows import (
 )
 
 __all__ = ["contact_sheet", "convert_locally", "load"]
+
+
+def ordered_map(
+    fn: Callable[[Any], Any], items: Iterable[Any], workers: int
+) -> Iterator[tuple[Any, Any]]:
+    """``(item, fn(item))`` in order, ``fn`` running on ``workers`` threads with at most
+    ``2 * workers`` items in flight, so that memory stays flat however many items come."""
+    with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-map") as pool:
+        pending: deque[tuple[Any, Any]] = deque()
+        for item in items:
+            pending.append((item, pool.submit(fn, item)))
+            if len(pending) >= 2 * workers:
+                item, done = pending.popleft()
+                yield item, done.result()
+        while pending:
+            item, done = pending.popleft()
+            yield item, done.result()
 
 
 def convert_locally(job: Job) -> ConversionSummary:

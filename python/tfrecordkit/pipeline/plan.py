@@ -1,7 +1,8 @@
 """A :class:`~tfrecordkit.Dataset`'s plan: its typed stages, compiled once into the plan
 the native engine runs over records, followed by the stages over the elements a user
-``map`` or ``filter`` makes: the engine's ``ElementPipeline`` where it knows them, the
-stages of :mod:`.python_stages` otherwise.
+``map`` or ``filter`` makes: the engine's ``ElementPipeline`` where it knows them
+(``map`` serial or on threads, ``filter``, ``batch``, ``prefetch`` and the record-level
+stages), the stages of :mod:`.python_stages` otherwise.
 
 The file-level and record-level stages the engine knows are its own typed objects
 (``_core.Shuffle``, ``Shard``, ``Skip``, ``Take``, ``Repeat``); the rest are the frozen
@@ -10,6 +11,7 @@ dataclasses below. The engine reads a :class:`NativePlan` directly.
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -24,6 +26,10 @@ from ..io.policy import policed
 from ..schema.features import FixedLen, FixedLenSequence, RaggedFeature, Schema, SparseFeature
 from ..schema.sequence import _row, list_columns, list_outputs
 from . import python_stages as _stages
+
+# The engine's threads that run Python functions (a map on threads, a prefetch after a
+# map) leave Python before the interpreter is torn down.
+atexit.register(_core.stop_threads)
 
 NATIVE_OPS = (_core.Shuffle, _core.Shard, _core.Skip, _core.Take, _core.Repeat)
 
@@ -369,9 +375,7 @@ def elements(source: Source, plan: Plan, epoch: int) -> Iterator[Any]:
 
 def _in_engine(op: Op) -> bool:
     """Whether the engine runs ``op`` over elements after a user function."""
-    if isinstance(op, Map):
-        return op.num_parallel_calls in (None, 1)
-    return isinstance(op, (Filter, Batch, *NATIVE_OPS))
+    return isinstance(op, (Map, Filter, Batch, Prefetch, *NATIVE_OPS))
 
 
 def _after(
@@ -405,25 +409,9 @@ def _after(
         )
         return ((None, x) for x in engine) if pairs and not tagged else engine
     op = plan.python_ops[upto - 1]
-    if isinstance(op, Map) and not tagged:
-        # Without keys, a map on threads takes and gives the elements themselves, straight
-        # from the engine's units where it follows them.
-        if upto == 1:
-            units = _native(source, plan, epoch, tagged=False, chunks=True)
-        else:
-            units = _stages.units_of(_after(source, plan, upto - 1, epoch, tagged, pairs=False))
-        it = _stages.parallel_map(units, op.fn, op.num_parallel_calls)
-        return ((None, x) for x in it) if pairs else it
     it = _after(source, plan, upto - 1, epoch, tagged, pairs=True)
-    if isinstance(op, Map):
-        fn = op.fn
-        it = _stages.parallel_map(
-            _stages.units_of(it), lambda p: (p[0], fn(p[1])), op.num_parallel_calls
-        )
-    elif isinstance(op, Cache):
+    if isinstance(op, Cache):
         it = op.store.replay(it)
-    elif isinstance(op, Prefetch):
-        it = _stages.prefetch(it, op.size)
     elif isinstance(op, Parse):
         it = _stages.parse(it, op.schema)
     elif isinstance(op, ParseSequence):

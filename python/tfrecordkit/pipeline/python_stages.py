@@ -1,7 +1,6 @@
-"""The stages after a user ``map`` that run in Python: a ``map`` on threads, ``cache``,
-``prefetch``, parsing and image decoding, and how the engine's ``batch`` stacks elements
-(:func:`collate`). The other stages after a ``map`` run in the engine
-(``_core.ElementPipeline``).
+"""The stages after a user ``map`` that run in Python: ``cache``, parsing and image
+decoding, and how the engine's ``batch`` stacks elements (:func:`collate`). The other
+stages after a ``map`` run in the engine (``_core.ElementPipeline``).
 
 Elements travel through these stages as ``(key, element)`` pairs: ``key`` identifies the
 record an element came from (its file, pass and position, as the native engine names it;
@@ -14,12 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
-import queue
-import threading
-import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -98,172 +92,6 @@ def _read_elements(path: str) -> Iterator[Pair]:
             ) from None
 
 
-def ordered_map(
-    fn: Callable[[Any], Any], items: Iterable[Any], workers: int
-) -> Iterator[tuple[Any, Any]]:
-    """``(item, fn(item))`` in order, ``fn`` running on ``workers`` threads with at most
-    ``2 * workers`` items in flight, so that memory stays flat however many items come."""
-    with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-map") as pool:
-        pending: deque[tuple[Any, Any]] = deque()
-        for item in items:
-            pending.append((item, pool.submit(fn, item)))
-            if len(pending) >= 2 * workers:
-                item, done = pending.popleft()
-                yield item, done.result()
-        while pending:
-            item, done = pending.popleft()
-            yield item, done.result()
-
-
-#: How long one task of a parallel ``map`` should run: long enough that handing it to a
-#: thread costs little beside it, short enough to keep every thread busy.
-TASK_SECONDS = 0.002
-
-
-def chunked_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
-    """``fn(item)`` for each item, in order, on ``workers`` threads. Items go to the threads
-    in chunks sized to take about :data:`TASK_SECONDS` each (one item at first, then as
-    many as the time ``fn`` has taken says), with at most ``2 * workers`` chunks in flight:
-    a cheap ``fn`` is not drowned by the cost of handing items over, and memory stays
-    flat however many items come."""
-
-    def run(chunk: list[Any]) -> tuple[list[Any], float]:
-        start = time.perf_counter()
-        out = [fn(x) for x in chunk]
-        return out, (time.perf_counter() - start) / len(chunk)
-
-    size = 1
-    with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-map") as pool:
-        pending: deque[Any] = deque()
-        while True:
-            chunk = list(itertools.islice(items, size))
-            if chunk:
-                pending.append(pool.submit(run, chunk))
-            if pending and (not chunk or len(pending) >= 2 * workers):
-                out, per_item = pending.popleft().result()
-                size = max(1, min(1024, int(TASK_SECONDS / max(per_item, 1e-9))))
-                yield from out
-            elif not chunk:
-                return
-
-
-#: How long ``map(num_parallel_calls=AUTOTUNE)`` tries each way, and how long it then
-#: keeps to the faster one before trying again.
-PROBE_SECONDS = 0.05
-KEEP_SECONDS = 2.0
-#: The time per item below which a map runs serially: handing items to threads costs
-#: about this much.
-PARALLEL_ITEM_SECONDS = 20e-6
-
-
-class _Timed:
-    """Items handed out until a deadline, checked before each item is taken (none is lost
-    at a deadline); ``exhausted`` once the items ran out."""
-
-    def __init__(self, items: Iterator[Any]) -> None:
-        self.items, self.exhausted = items, False
-
-    def until(self, deadline: float) -> Iterator[Any]:
-        while time.perf_counter() < deadline:
-            try:
-                yield next(self.items)
-            except StopIteration:
-                self.exhausted = True
-                return
-
-
-def autotuned_map(
-    fn: Callable[[Any], Any],
-    items: Iterable[Any],
-    workers: int,
-    close: Callable[[], Any] | None = None,
-) -> Iterator[Any]:
-    """``fn(item)`` for each item, in order, serially or on ``workers`` threads, whichever
-    delivers more a second. Each round runs serially for :data:`PROBE_SECONDS`, timing
-    ``fn``; when it takes long enough per item for threads to pay
-    (:data:`PARALLEL_ITEM_SECONDS`), it then runs on the threads as long, and the faster
-    way is kept for :data:`KEEP_SECONDS`. A cheap function, or one that holds the GIL,
-    runs serially (threads would only add their cost); one that spends its time in NumPy,
-    I/O or native code runs in parallel. ``close`` is called when the map ends or is
-    closed."""
-    items = iter(items)
-    clock = time.perf_counter
-
-    def threads(span: float) -> Iterator[Any]:
-        source = _Timed(items)
-        yield from chunked_map(fn, source.until(clock() + span), workers)
-        if source.exhausted:
-            raise _Exhausted
-
-    try:
-        while True:
-            # Serially, timing fn itself (not what comes before or after it).
-            start, spent, n = clock(), 0.0, 0
-            while clock() < start + PROBE_SECONDS:
-                chunk = list(itertools.islice(items, 64))
-                for x in chunk:
-                    t = clock()
-                    y = fn(x)
-                    spent += clock() - t
-                    yield y
-                n += len(chunk)
-                if len(chunk) < 64:
-                    return
-            serial = n / max(clock() - start, 1e-9)
-            parallel = False
-            if spent / max(n, 1) >= PARALLEL_ITEM_SECONDS:
-                start, n = clock(), 0
-                for y in threads(PROBE_SECONDS):
-                    n += 1
-                    yield y
-                parallel = n / max(clock() - start, 1e-9) > serial
-            if parallel:
-                yield from threads(KEEP_SECONDS)
-                continue
-            end = clock() + KEEP_SECONDS
-            while clock() < end:
-                chunk = list(itertools.islice(items, 1024))
-                yield from map(fn, chunk)
-                if len(chunk) < 1024:
-                    return
-    except _Exhausted:
-        return
-    finally:
-        if close is not None:
-            close()
-
-
-class _Exhausted(Exception):
-    """The items of an autotuned map ran out while threads were mapping them."""
-
-
-def parallel_map(
-    units: Iterator[list[Any]], fn: Callable[[Any], Any], parallel: int
-) -> Iterator[Any]:
-    """``map`` with ``num_parallel_calls`` over the elements of ``units`` (lists of them):
-    on threads, or as :func:`autotuned_map` picks. Closing it closes ``units``."""
-    items = itertools.chain.from_iterable(units)
-    close = getattr(units, "close", None)
-    if parallel == AUTOTUNE:
-        # Returned as it is: a generator between it and the consumer would cost a step
-        # per element, which a cheap fn run serially would feel.
-        return autotuned_map(fn, items, cpus(), close)
-    return _closing(chunked_map(fn, items, parallel), close)
-
-
-def _closing(it: Iterator[Any], close: Callable[[], Any] | None) -> Iterator[Any]:
-    try:
-        yield from it
-    finally:
-        if close is not None:
-            close()
-
-
-def units_of(it: Iterator[Any], size: int = UNIT) -> Iterator[list[Any]]:
-    """The items of ``it`` in lists of ``size``."""
-    return iter(lambda: list(itertools.islice(it, size)), [])
-
-
 def collate(elements: list[Any], keys: list[Any] | None) -> Pair:
     """One batch of elements as ``batch`` makes it after a user function (the engine calls
     this): the keys of its records (``None`` where not kept) and the stacked elements."""
@@ -309,66 +137,6 @@ def object_array(items: Sequence[Any]) -> np.ndarray:
     out = np.empty(len(items), dtype=object)
     out[:] = items
     return out
-
-
-#: Elements handed from the prefetch thread to the consumer at once, at most, and how
-#: long the thread gathers them (once it has the ``size`` asked for).
-PREFETCH_CHUNK = 256
-PREFETCH_SECONDS = 0.0005
-
-
-def prefetch(it: Iterator[Any], size: int) -> Iterator[Any]:
-    """Runs ``it`` on a background thread, ``size`` elements ahead. Elements cross to the
-    consumer in chunks: ``size`` of them, or as many as come in
-    :data:`PREFETCH_SECONDS` (up to :data:`PREFETCH_CHUNK`), whichever is more. Both
-    threads need the GIL for Python work, so that cheap elements cost no thread handoff
-    each; large ones, slow to make, still come ``size`` at a time."""
-    least = max(1, size)
-    q: queue.Queue[Any] = queue.Queue(1)
-    done = object()
-    stop = threading.Event()
-    clock = time.perf_counter
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        chunk: list[Any] = []
-        started = 0.0
-        try:
-            for x in it:
-                if not chunk:
-                    started = clock()
-                chunk.append(x)
-                n = len(chunk)
-                if n >= least and (n >= PREFETCH_CHUNK or clock() - started >= PREFETCH_SECONDS):
-                    if not put((chunk, None)):
-                        return
-                    chunk = []
-            put((chunk, None))
-            put((done, None))
-        except BaseException as err:  # handed to the consumer, after what came before it
-            put((chunk, None))
-            put((done, err))
-
-    thread = threading.Thread(target=produce, name="tfrecordkit-prefetch", daemon=True)
-    thread.start()
-    try:
-        while True:
-            x, err = q.get()
-            if x is done:
-                if err is not None:
-                    raise err
-                return
-            yield from x
-    finally:
-        stop.set()
 
 
 def parse(it: Iterator[Pair], schema: Schema) -> Iterator[Pair]:

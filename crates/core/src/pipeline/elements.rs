@@ -8,6 +8,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+pub use super::element_threads::{Lock, LockFn, Workers};
+use super::element_threads::{ParallelMapElements, PrefetchElements};
 use super::{mix, rng_for};
 
 /// One element at a time: `Ok(None)` at the end.
@@ -25,6 +27,12 @@ pub type CollateFn<T, E> = Arc<dyn Fn(Vec<T>) -> Result<T, E> + Send + Sync>;
 /// A stage over elements.
 pub enum ElementOp<T, E> {
     Map(MapFn<T, E>),
+    /// `map` with `num_parallel_calls`: the function on threads, the elements in order.
+    ParallelMap {
+        f: MapFn<T, E>,
+        workers: Workers,
+        lock: Lock,
+    },
     Filter(FilterFn<T, E>),
     /// tf.data's shuffle: each output drawn at random from a buffer of `buffer` elements.
     Shuffle {
@@ -45,12 +53,26 @@ pub enum ElementOp<T, E> {
     /// The stages before it, again: `None` without end. Each pass after the first gets a
     /// seed of its own; a pass that yields nothing ends the repeat.
     Repeat(Option<u64>),
+    /// What comes before it made on a thread of its own, `size` elements ahead.
+    Prefetch {
+        size: usize,
+        lock: Lock,
+    },
 }
 
 impl<T, E> Clone for ElementOp<T, E> {
     fn clone(&self) -> Self {
         match self {
             ElementOp::Map(f) => ElementOp::Map(Arc::clone(f)),
+            ElementOp::ParallelMap { f, workers, lock } => ElementOp::ParallelMap {
+                f: Arc::clone(f),
+                workers: *workers,
+                lock: lock.clone(),
+            },
+            ElementOp::Prefetch { size, lock } => ElementOp::Prefetch {
+                size: *size,
+                lock: lock.clone(),
+            },
             ElementOp::Filter(f) => ElementOp::Filter(Arc::clone(f)),
             ElementOp::Shuffle { buffer, seed } => ElementOp::Shuffle {
                 buffer: *buffer,
@@ -110,6 +132,10 @@ fn build<T: Send + 'static, E: Send + 'static>(
     let inner = build(source, ops, upto - 1, epoch)?;
     Ok(match op {
         ElementOp::Map(f) => Box::new(MapElements { inner, f }),
+        ElementOp::ParallelMap { f, workers, lock } => {
+            Box::new(ParallelMapElements::new(inner, f, workers, lock))
+        }
+        ElementOp::Prefetch { size, lock } => Box::new(PrefetchElements::new(inner, size, lock)),
         ElementOp::Filter(f) => Box::new(FilterElements { inner, f }),
         ElementOp::Shuffle { buffer, seed } => Box::new(ShuffleElements {
             inner,
@@ -494,5 +520,164 @@ mod tests {
         assert_eq!(s.next_element(), Ok(Some(0)));
         assert_eq!(s.next_element(), Err("one".to_owned()));
         assert_eq!(s.next_element(), Ok(Some(2)));
+    }
+
+    fn slow_square(micros: u64) -> MapFn<u64, String> {
+        Arc::new(move |x: u64| {
+            std::thread::sleep(std::time::Duration::from_micros(micros));
+            if x == 13 {
+                Err("thirteen".to_owned())
+            } else {
+                Ok(x * x)
+            }
+        })
+    }
+
+    fn drain(s: &mut Box<dyn Elements<u64, String>>) -> (Vec<u64>, Vec<String>) {
+        let (mut out, mut errors) = (Vec::new(), Vec::new());
+        loop {
+            match s.next_element() {
+                Ok(Some(x)) => out.push(x),
+                Ok(None) => return (out, errors),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+
+    #[test]
+    fn a_parallel_map_keeps_the_order_and_fails_one_element() {
+        for workers in [Workers::Fixed(3), Workers::Autotune(2)] {
+            for micros in [0, 100] {
+                let ops = vec![ElementOp::ParallelMap {
+                    f: slow_square(micros),
+                    workers,
+                    lock: Lock::none(),
+                }];
+                let mut s = element_stream(source(2000), ops.into(), 0).unwrap();
+                let (out, errors) = drain(&mut s);
+                let want: Vec<u64> = (0..2000).filter(|&x| x != 13).map(|x| x * x).collect();
+                assert_eq!(out, want, "{workers:?}, {micros} µs");
+                assert_eq!(errors, vec!["thirteen".to_owned()]);
+            }
+        }
+    }
+
+    #[test]
+    fn autotune_runs_a_cheap_function_serially_and_a_slow_one_on_threads() {
+        let threads_used = |micros: u64| {
+            let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+            let record = Arc::clone(&seen);
+            let f: MapFn<u64, String> = Arc::new(move |x| {
+                record.lock().unwrap().insert(std::thread::current().id());
+                std::thread::sleep(std::time::Duration::from_micros(micros));
+                Ok(x)
+            });
+            let ops = vec![ElementOp::ParallelMap {
+                f,
+                workers: Workers::Autotune(2),
+                lock: Lock::none(),
+            }];
+            let mut s = element_stream(source(3000), ops.into(), 0).unwrap();
+            assert_eq!(drain(&mut s).0, (0..3000).collect::<Vec<_>>());
+            let n = seen.lock().unwrap().len();
+            n
+        };
+        assert_eq!(threads_used(0), 1);
+        // Sleeping is time threads share: they deliver more.
+        assert!(threads_used(200) > 1);
+    }
+
+    #[test]
+    fn a_parallel_map_passes_the_source_error_on_in_its_place() {
+        let failing: SourceFn<u64, String> = Arc::new(|_| {
+            Ok(Box::new(Counter {
+                next: 0,
+                end: 40,
+                fail_at: Some(25),
+            }) as Box<dyn Elements<u64, String>>)
+        });
+        let ops: Arc<[ElementOp<u64, String>]> = vec![ElementOp::ParallelMap {
+            f: Arc::new(|x: u64| Ok(x + 1)),
+            workers: Workers::Fixed(2),
+            lock: Lock::none(),
+        }]
+        .into();
+        let mut s = element_stream(failing, ops, 0).unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..25 {
+            seen.push(s.next_element().unwrap().unwrap());
+        }
+        assert_eq!(seen, (1..=25).collect::<Vec<_>>());
+        assert_eq!(s.next_element(), Err("bad 25".to_owned()));
+        assert_eq!(drain(&mut s).0, (26..=40).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn prefetch_keeps_order_errors_and_stops_when_dropped() {
+        for size in [1, 7, 1000] {
+            let ops = vec![
+                ElementOp::Map(slow_square(0)),
+                ElementOp::Prefetch {
+                    size,
+                    lock: Lock::none(),
+                },
+            ];
+            let mut s = element_stream(source(3000), ops.into(), 0).unwrap();
+            let (out, errors) = drain(&mut s);
+            assert_eq!(out.len(), 2999);
+            assert_eq!(out[..3], [0, 1, 4]);
+            assert_eq!(out[13], 14 * 14);
+            assert_eq!(errors, vec!["thirteen".to_owned()]);
+        }
+        // An endless source: dropping the stage stops its thread.
+        let made = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&made);
+        let ops = vec![
+            ElementOp::Repeat(None),
+            ElementOp::Map(Arc::new(move |x: u64| {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(x)
+            })),
+            ElementOp::Prefetch {
+                size: 4,
+                lock: Lock::none(),
+            },
+        ];
+        let mut s = element_stream(source(3), ops.into(), 0).unwrap();
+        assert_eq!(s.next_element(), Ok(Some(0)));
+        drop(s);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let after = made.load(std::sync::atomic::Ordering::Relaxed);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(made.load(std::sync::atomic::Ordering::Relaxed), after);
+    }
+
+    #[test]
+    fn a_lock_that_refuses_sends_the_work_back_to_the_consumer() {
+        // The lock refuses from its 4th use on, as the bindings' does at interpreter exit.
+        let uses = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&uses);
+        let hold: LockFn = Arc::new(move |work| {
+            if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 3 {
+                return false;
+            }
+            work();
+            true
+        });
+        let lock = Lock {
+            hold,
+            release: Lock::none().release,
+        };
+        let ops = vec![
+            ElementOp::ParallelMap {
+                f: Arc::new(|x: u64| Ok(x + 1)),
+                workers: Workers::Fixed(2),
+                lock: lock.clone(),
+            },
+            ElementOp::Prefetch { size: 3, lock },
+        ];
+        let mut s = element_stream(source(5000), ops.into(), 0).unwrap();
+        assert_eq!(drain(&mut s), ((1..=5000).collect::<Vec<_>>(), vec![]));
+        assert!(uses.load(std::sync::atomic::Ordering::SeqCst) > 3);
     }
 }

@@ -9,6 +9,7 @@
 //! buffer, a cache), whatever the size of the files.
 
 mod cache;
+mod element_threads;
 pub mod elements;
 mod files;
 mod readers;
