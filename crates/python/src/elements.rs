@@ -1,17 +1,17 @@
 //! The engine's stages over Python elements (after a user `map` or `filter`): Python
 //! supplies the elements, the functions and how a batch is stacked; the core runs them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyList, PyTuple};
 use tfrecordkit_core::pipeline::elements::{
-    element_stream, CollateFn, ElementOp, Elements as CoreElements, FilterFn, Lock, LockFn, MapFn,
-    SourceFn, Workers,
+    element_stream, CollateFn, ElementOp, Elements as CoreElements, FilterFn, MapFn, SourceFn,
+    Workers,
 };
 
 use crate::pipeline::Stage;
+use crate::threads::gil;
 
 /// An element, with the key of the record(s) it came from (`None` where not kept).
 struct Tagged {
@@ -45,66 +45,6 @@ enum Op<'py> {
         #[pyo3(attribute)]
         size: usize,
     },
-}
-
-/// Python's GIL, as the engine's threads share it: held for a span of work, let go while
-/// waiting for another thread. Once the interpreter is ending ([`stop_threads`]), it is
-/// refused to the engine's threads, and their work goes back to the consumer.
-pub(crate) fn gil() -> Lock {
-    let hold: LockFn = Arc::new(|work| {
-        let Some(_inside) = Inside::enter() else {
-            return false;
-        };
-        Python::attach(|_| work());
-        true
-    });
-    let release: LockFn = Arc::new(|work| {
-        Python::attach(|py| py.detach(&mut *work));
-        true
-    });
-    Lock { hold, release }
-}
-
-static STOPPING: AtomicBool = AtomicBool::new(false);
-/// Engine threads running Python code now, and a signal when one leaves.
-static INSIDE: Mutex<usize> = Mutex::new(0);
-static LEFT: Condvar = Condvar::new();
-
-/// An engine thread's span of Python work, counted.
-struct Inside;
-
-impl Inside {
-    fn enter() -> Option<Inside> {
-        if STOPPING.load(Ordering::SeqCst) {
-            return None;
-        }
-        *INSIDE.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        let inside = Inside;
-        // Counted before looking again: `stop_threads` either waits for this span or
-        // this span sees it and backs out.
-        (!STOPPING.load(Ordering::SeqCst)).then_some(inside)
-    }
-}
-
-impl Drop for Inside {
-    fn drop(&mut self) {
-        *INSIDE.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
-        LEFT.notify_all();
-    }
-}
-
-/// Called as the interpreter ends (an `atexit` hook): the engine's threads take the GIL
-/// no more, and this waits until none runs Python code, so that none is left inside
-/// Python when the interpreter is torn down.
-#[pyfunction]
-pub fn stop_threads(py: Python<'_>) {
-    STOPPING.store(true, Ordering::SeqCst);
-    py.detach(|| {
-        let mut inside = INSIDE.lock().unwrap_or_else(|e| e.into_inner());
-        while *inside > 0 {
-            inside = LEFT.wait(inside).unwrap_or_else(|e| e.into_inner());
-        }
-    });
 }
 
 /// `map(num_parallel_calls=AUTOTUNE)`.

@@ -14,6 +14,7 @@ mod parse;
 mod pipeline;
 mod records;
 mod table;
+mod threads;
 
 use convert::{bytes_like, feature_to_py, features_to_dict, to_feature, to_features};
 use errors::IntoPyResult;
@@ -117,7 +118,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records::commit_shard, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::mix_seed, m)?)?;
     m.add_function(wrap_pyfunction!(elements::rows, m)?)?;
-    m.add_function(wrap_pyfunction!(elements::stop_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(threads::stop_threads, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_class::<image::ImageSpec>()?;

@@ -9,6 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use tfrecordkit_core::{Error, Opened, Opener, SharedOpener};
 
+use crate::threads::attach;
+
 /// Opens URLs (paths with `://`) through a Python callable returning a binary file object
 /// with `read(n)`, and a `size` when it knows one.
 pub struct PyOpener {
@@ -47,13 +49,17 @@ fn io_error(py: Python<'_>, err: PyErr) -> io::Error {
     io::Error::new(kind, msg)
 }
 
+fn exiting() -> io::Error {
+    io::Error::other("the Python interpreter is exiting")
+}
+
 struct PyStream {
     file: Py<PyAny>,
 }
 
 impl Read for PyStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        Python::attach(|py| {
+        attach(|py| {
             let data = self
                 .file
                 .bind(py)
@@ -67,12 +73,13 @@ impl Read for PyStream {
             buf[..n].copy_from_slice(&data[..n]);
             Ok(n)
         })
+        .unwrap_or_else(|| Err(exiting()))
     }
 }
 
 impl Drop for PyStream {
     fn drop(&mut self) {
-        Python::attach(|py| {
+        attach(|py| {
             let _ = self.file.bind(py).call_method0("close");
         });
     }
@@ -83,22 +90,25 @@ impl Opener for PyOpener {
         if !path.contains("://") {
             return None;
         }
-        Some(Python::attach(|py| {
-            let file = self
-                .open
-                .bind(py)
-                .call1((path,))
-                .map_err(|e| Error::io(io_error(py, e), Some(path)))?;
-            let size = file
-                .getattr("size")
-                .ok()
-                .and_then(|s| s.extract::<u64>().ok());
-            Ok(Opened {
-                stream: Box::new(PyStream {
-                    file: file.unbind(),
-                }),
-                size,
+        Some(
+            attach(|py| {
+                let file = self
+                    .open
+                    .bind(py)
+                    .call1((path,))
+                    .map_err(|e| Error::io(io_error(py, e), Some(path)))?;
+                let size = file
+                    .getattr("size")
+                    .ok()
+                    .and_then(|s| s.extract::<u64>().ok());
+                Ok(Opened {
+                    stream: Box::new(PyStream {
+                        file: file.unbind(),
+                    }),
+                    size,
+                })
             })
-        }))
+            .unwrap_or_else(|| Err(Error::io(exiting(), Some(path)))),
+        )
     }
 }
