@@ -334,14 +334,15 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
     }
 }
 
-/// A map thread: takes tasks until the stage is dropped, or the lock refuses it.
+/// A map thread: takes tasks until the stage is dropped.
 fn work<T: Send, E: Send>(tasks: &Receiver<Task<T, E>>, f: &MapFn<T, E>, hold: &LockFn) {
     while let Ok(Task { mut items, reply }) = tasks.recv() {
         let mut out = Vec::with_capacity(items.len());
         let start = Instant::now();
         if !hold(&mut || out.extend(items.drain(..).map(|x| f(x)))) {
+            // Every task still gets an answer: the consumer is waiting for it.
             let _ = reply.send(Done::Refused(items));
-            return;
+            continue;
         }
         let per_item = start.elapsed() / (out.len() as u32).max(1);
         if let Err(unwanted) = reply.send(Done::Ran { out, per_item }) {
