@@ -9,10 +9,8 @@
 
 use std::cmp::Ordering::{Equal, Greater};
 
-use rayon::prelude::*;
-
 use crate::error::{Error, Result};
-use crate::parse::pool_usable;
+use crate::parse::{pool_usable, split_run};
 
 /// Entries from which a batch's sparse layout is built on several threads.
 const PARALLEL_MIN_ENTRIES: usize = 16_384;
@@ -102,12 +100,8 @@ pub fn sparse(
         )
     };
     let (indices, order) = if nnz >= PARALLEL_MIN_ENTRIES && rows >= 64 && pool_usable() {
-        let chunk = rows.div_ceil(rayon::current_num_threads());
-        let runs = (0..rows)
-            .step_by(chunk)
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|from| run(from, (from + chunk).min(rows)))
+        let runs = split_run(rows, |part| run(part.start, part.end))
+            .into_iter()
             .collect::<Result<Vec<_>>>()?;
         let mut indices = Vec::with_capacity(nnz * (rank + 1));
         let mut order = Vec::new();

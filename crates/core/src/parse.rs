@@ -4,9 +4,9 @@
 //! where each wanted feature's bytes are (the last occurrence of a key wins), and values are
 //! decoded straight into per-feature columns. Large batches are split across threads.
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::assemble::{self, Assembled, Assembly};
@@ -851,7 +851,7 @@ where
 /// counted as records × schema features (about a millisecond), or this many bytes: waking
 /// the pool costs more than it saves on smaller batches.
 pub const PARALLEL_MIN_CELLS: usize = 50_000;
-pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
+pub const PARALLEL_MIN_BYTES: usize = 1 << 18;
 
 /// The process that first used the thread pool. A forked child (a PyTorch DataLoader
 /// worker, say) inherits the pool's state but not its threads, so it parses inline.
@@ -860,6 +860,33 @@ static POOL_OWNER: OnceLock<u32> = OnceLock::new();
 pub(crate) fn pool_usable() -> bool {
     *POOL_OWNER.get_or_init(std::process::id) == std::process::id()
         && rayon::current_num_threads() > 1
+}
+
+/// `f` over the ranges that split `0..n` into one part per thread of the pool, in order.
+/// The calling thread runs the first part while the pool runs the others: it works
+/// instead of waiting, and nothing waits on a pool thread that is slow to wake.
+pub(crate) fn split_run<R: Send>(n: usize, f: impl Fn(Range<usize>) -> R + Sync) -> Vec<R> {
+    let chunk = n.div_ceil(rayon::current_num_threads().max(1)).max(1);
+    let mut parts: Vec<Range<usize>> = (0..n)
+        .step_by(chunk)
+        .map(|start| start..(start + chunk).min(n))
+        .collect();
+    if parts.len() <= 1 {
+        return vec![f(0..n)];
+    }
+    let first = parts.remove(0);
+    let mut rest: Vec<Option<R>> = parts.iter().map(|_| None).collect();
+    let mut head = None;
+    rayon::in_place_scope(|scope| {
+        let f = &f;
+        for (slot, part) in rest.iter_mut().zip(parts) {
+            scope.spawn(move |_| *slot = Some(f(part)));
+        }
+        head = Some(f(first));
+    });
+    head.into_iter()
+        .chain(rest.into_iter().map(|r| r.expect("each part is run")))
+        .collect()
 }
 
 /// Parses a batch of serialized Examples with `schema`.
@@ -875,12 +902,12 @@ pub fn parse_examples<T: AsRef<[u8]> + Sync>(
     let cells = n.saturating_mul(schema.specs.len());
     let big = cells >= PARALLEL_MIN_CELLS || bytes >= PARALLEL_MIN_BYTES;
     let accs = if n >= 64 && big && pool_usable() {
-        let chunk = n.div_ceil(rayon::current_num_threads());
-        records
-            .par_chunks(chunk)
-            .enumerate()
-            .map(|(c, recs)| parse_run(schema, recs.iter().map(AsRef::as_ref), c * chunk))
-            .collect::<Result<Vec<_>>>()?
+        split_run(n, |part| {
+            let start = part.start;
+            parse_run(schema, records[part].iter().map(AsRef::as_ref), start)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?
     } else {
         vec![parse_run(schema, records.iter().map(AsRef::as_ref), 0)?]
     };

@@ -3,12 +3,11 @@
 //! each record and the values of each step as row splits. (A `SequenceExample`'s context is
 //! field 1, as an Example's features are: `parse_examples` reads it as it is.)
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::example::{read_map_entry, EntryValue};
-use crate::parse::{pool_usable, read_feature_into, Column, DType, PARALLEL_MIN_BYTES};
+use crate::parse::{pool_usable, read_feature_into, split_run, Column, DType, PARALLEL_MIN_BYTES};
 use crate::wire::{self, WireReader};
 
 /// One wanted feature list over a batch: record `r` has steps
@@ -62,12 +61,12 @@ pub fn parse_feature_lists<T: AsRef<[u8]> + Sync>(
     if records.len() < 64 || bytes < PARALLEL_MIN_BYTES / 4 || !pool_usable() {
         return read_run(wanted, &lookup, records, 0);
     }
-    let chunk = records.len().div_ceil(rayon::current_num_threads());
-    let runs = records
-        .par_chunks(chunk)
-        .enumerate()
-        .map(|(c, recs)| read_run(wanted, &lookup, recs, c * chunk))
-        .collect::<Result<Vec<_>>>()?;
+    let runs = split_run(records.len(), |part| {
+        let start = part.start;
+        read_run(wanted, &lookup, &records[part], start)
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
     let mut runs = runs.into_iter();
     let mut cols = runs.next().unwrap_or_default();
     for run in runs {
