@@ -1,7 +1,7 @@
 """Type stubs for the tfrecordkit._core extension (kept in step with crates/python)."""
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, final
 
 import numpy as np
@@ -39,6 +39,7 @@ __all__ = [
     "frame_record",
     "masked_crc32c",
     "rows",
+    "cardinality",
     "stop_threads",
     "member_records",
     "mix_seed",
@@ -105,6 +106,14 @@ def commit_shard(
 def mix_seed(a: int, b: int) -> int: ...
 def rows(columns: dict[Any, Any], n: int) -> list[dict[Any, Any]]: ...
 def stop_threads() -> None: ...
+def cardinality(
+    files: int,
+    file_ops: Sequence[Any],
+    ops: Sequence[Any],
+    counts: Callable[[], Sequence[int | None]] | None = None,
+    read: bool = True,
+    skips: bool = False,
+) -> int: ...
 
 @final
 class Table:

@@ -6,6 +6,7 @@ use numpy::IntoPyArray;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
+use tfrecordkit_core::pipeline::cardinality::{count_after, picked_records, Cardinality, Counted};
 use tfrecordkit_core::pipeline::elements::ElementOp;
 use tfrecordkit_core::pipeline::{
     parsed_columns, Cache, Decoded, FileOp, ImageStage, OnError, Payload, Plan, RecordOp,
@@ -235,6 +236,19 @@ impl Stage<'_> {
                 ))
             }
         })
+    }
+
+    fn counted(&self) -> Counted {
+        match self {
+            Stage::Shuffle(_) | Stage::Cache(_) => Counted::Same,
+            Stage::Shard(s) => Counted::Shard {
+                num_shards: s.num_shards,
+                index: s.index,
+            },
+            Stage::Skip(s) => Counted::Skip(s.count),
+            Stage::Take(s) => Counted::Take(s.count),
+            Stage::Repeat(s) => Counted::Repeat(s.count),
+        }
     }
 
     fn record_op(&self) -> RecordOp {
@@ -478,6 +492,94 @@ impl FileOrder {
     fn __next__(&mut self) -> Option<usize> {
         self.inner.next()
     }
+}
+
+/// A stage after the files are read, as it changes the number of elements: told apart by
+/// its class or attributes (the `tfrecordkit.pipeline.plan` dataclasses).
+#[derive(FromPyObject)]
+pub enum CountedStage<'py> {
+    Native(Stage<'py>),
+    Filter {
+        #[pyo3(attribute)]
+        #[allow(dead_code)]
+        predicate: Bound<'py, PyAny>,
+    },
+    Batch {
+        #[pyo3(attribute)]
+        size: u64,
+        #[pyo3(attribute)]
+        drop_remainder: bool,
+    },
+    Other(#[allow(dead_code)] Bound<'py, PyAny>),
+}
+
+/// How many elements one pass yields (tf.data's `cardinality()`: -1 without end, -2 not
+/// known without reading the data), from the plan alone: `files` files picked by
+/// `file_ops`, then, when `read`, their records through `ops`. `counts()` gives each
+/// file's record count (`None` where not known); called only when the answer needs it.
+/// With `skips`, records may be skipped (an error policy), so a count of them is unknown.
+#[pyfunction]
+#[pyo3(signature = (files, file_ops, ops, counts=None, read=true, skips=false))]
+pub fn cardinality(
+    py: Python<'_>,
+    files: usize,
+    file_ops: Vec<Stage<'_>>,
+    ops: Vec<CountedStage<'_>>,
+    counts: Option<Py<PyAny>>,
+    read: bool,
+    skips: bool,
+) -> PyResult<i64> {
+    crate::errors::guard("cardinality", || {
+        let file_ops: Vec<FileOp> = file_ops
+            .iter()
+            .map(Stage::file_op)
+            .collect::<PyResult<_>>()?;
+        let counted: Vec<Counted> = ops
+            .iter()
+            .map(|op| match op {
+                CountedStage::Native(stage) => stage.counted(),
+                CountedStage::Filter { .. } => Counted::Filter,
+                CountedStage::Batch {
+                    size,
+                    drop_remainder,
+                } => Counted::Batch {
+                    size: *size,
+                    drop_remainder: *drop_remainder,
+                },
+                CountedStage::Other(_) => Counted::Same,
+            })
+            .collect();
+        let n = if read {
+            let mut failed = None;
+            let n = picked_records(&file_ops, files, || {
+                let Some(counts) = &counts else {
+                    return vec![None];
+                };
+                match counts.bind(py).call0().and_then(|c| c.extract()) {
+                    Ok(counts) => counts,
+                    Err(err) => {
+                        failed = Some(err);
+                        vec![None]
+                    }
+                }
+            });
+            if let Some(err) = failed {
+                return Err(err);
+            }
+            match n {
+                Cardinality::Known(_) if skips => Cardinality::Unknown,
+                n => n,
+            }
+        } else {
+            let counted: Vec<Counted> = file_ops.iter().map(Counted::from).collect();
+            count_after(Cardinality::Known(files as u64), &counted)
+        };
+        Ok(match count_after(n, if read { &counted } else { &[] }) {
+            Cardinality::Known(k) => i64::try_from(k).unwrap_or(i64::MAX),
+            Cardinality::Infinite => -1,
+            Cardinality::Unknown => -2,
+        })
+    })
 }
 
 /// Mixes two 64-bit values into a well-spread seed, as the pipeline seeds its shuffles

@@ -258,92 +258,27 @@ def _add_image(plan: Plan, op: DecodeImage) -> None:
 #: reading it (tf.data's constants).
 INFINITE = -1
 UNKNOWN = -2
-# The longest list of files ``cardinality`` follows through file-level repeats.
-_MAX_PICKS = 1 << 20
 
 
 def cardinality(source: Source, ops: tuple[Op, ...]) -> int:
     """How many elements one epoch of ``ops`` over ``source`` yields, from the number of
     files and the record counts ``source.counts`` knows, never from the files' data:
     ``INFINITE`` or ``UNKNOWN`` where tf.data's ``cardinality()`` says so, and ``UNKNOWN``
-    too where ``on_error`` may skip records."""
+    too where ``on_error`` may skip records. The engine counts (``_core.cardinality``)."""
     rest, split = list(ops), []
     file_ops: list[Op] = []
     if source.consumers is not None:
         count, index, by_files = source.consumers
         (file_ops if by_files else split).append(_core.Shard(count, index))
+    files = len(source.files)
     if source.files_level:
         at = next((i for i, op in enumerate(rest) if isinstance(op, Interleave)), len(rest))
         file_ops += [op for op in rest[:at] if isinstance(op, NATIVE_OPS)]
         if at == len(rest):  # the file names
-            return _count(len(source.files), file_ops)
+            return _core.cardinality(files, file_ops, [], read=False)
         rest = rest[at + 1 :]
-    n = _records(source, file_ops)
-    if n >= 0 and source.on_error != "raise":
-        n = UNKNOWN
-    return _count(n, [*split, *rest])
-
-
-def _records(source: Source, file_ops: list[Op]) -> int:
-    """The records of the files ``file_ops`` pick, from their known counts."""
-    picks: list[int] = list(range(len(source.files)))
-    shuffled = chosen = endless = False
-    for op in file_ops:
-        before = len(picks)
-        if isinstance(op, _core.Shuffle):
-            shuffled = True
-        elif isinstance(op, _core.Repeat) and op.count is None:
-            endless = endless or bool(picks)
-        elif isinstance(op, _core.Repeat) and not endless:
-            if len(picks) * op.count > _MAX_PICKS:
-                return UNKNOWN
-            picks = picks * op.count
-        elif isinstance(op, _core.Take) and endless:
-            if op.count > _MAX_PICKS:
-                return UNKNOWN
-            picks = [picks[i % before] for i in range(op.count)]
-            endless = False
-            chosen = chosen or (shuffled and op.count % before != 0)
-        elif not endless and isinstance(op, _core.Take):
-            picks = picks[: op.count]
-        elif not endless and isinstance(op, _core.Skip):
-            picks = picks[op.count :]
-        elif not endless and isinstance(op, _core.Shard):
-            picks = picks[op.index :: op.num_shards]
-        # Which files a subset of shuffled files holds changes from epoch to epoch.
-        chosen = chosen or (shuffled and len(picks) < before)
-    if endless:
-        return INFINITE
-    known = list(source.counts()) if source.counts is not None else [None]
-    if None in known:
-        return UNKNOWN
-    if chosen:
-        return len(picks) * known[0] if len(set(known)) == 1 else UNKNOWN
-    return sum(known[i] for i in picks)
-
-
-def _count(n: int, ops: list[Op]) -> int:
-    """The number of elements after ``ops``, from ``n`` before them."""
-    for op in ops:
-        if isinstance(op, Filter):
-            n = UNKNOWN
-        elif isinstance(op, _core.Repeat):
-            if op.count is None:
-                n = 0 if n == 0 else INFINITE
-            elif op.count == 0 or n >= 0:
-                n *= op.count
-        elif n < 0:
-            if isinstance(op, _core.Take) and n == INFINITE:
-                n = op.count
-        elif isinstance(op, Batch):
-            n = n // op.size if op.drop_remainder else -(-n // op.size)
-        elif isinstance(op, _core.Take):
-            n = min(n, op.count)
-        elif isinstance(op, _core.Skip):
-            n = max(n - op.count, 0)
-        elif isinstance(op, _core.Shard):
-            n = len(range(op.index, n, op.num_shards))
-    return n
+    skips = source.on_error != "raise"
+    return _core.cardinality(files, file_ops, [*split, *rest], source.counts, skips=skips)
 
 
 def native_ops(source: Source, plan: Plan) -> tuple[list[Op], list[Op]]:

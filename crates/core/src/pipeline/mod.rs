@@ -9,6 +9,7 @@
 //! buffer, a cache), whatever the size of the files.
 
 mod cache;
+pub mod cardinality;
 mod element_threads;
 pub mod elements;
 mod files;
