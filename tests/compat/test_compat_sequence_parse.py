@@ -298,3 +298,27 @@ def test_a_pipeline_parses_sequence_examples_in_the_engine_record_by_record(tmp_
     for e in one_by_one:
         i = int(e["id"])
         assert e["frames"].shape == (i % 4 + 1, 2) and e["tags"].to_list() == [[i]] * i
+
+
+def test_sequence_examples_parsed_after_a_map_match_tensorflow(tmp_path):
+    path = str(tmp_path / "seq.tfrecord")
+    records = [
+        tfr.encode_sequence_example({"id": i}, {"frames": np.full((i % 3 + 1, 2), i, np.float32)})
+        for i in range(9)
+    ]
+    with tfr.RecordWriter(path) as w:
+        w.write_many(records)
+    context = {"id": tf.io.FixedLenFeature([], tf.int64)}
+    lists = {"frames": tf.io.FixedLenSequenceFeature([2], tf.float32)}
+    mapped = tfr.Dataset.from_files(path).map(bytes)
+    # Record by record, after the map.
+    for i, e in enumerate(mapped.parse(context, lists)):
+        _, theirs, _ = tf.io.parse_sequence_example([records[i]], context, lists)
+        np.testing.assert_array_equal(e["frames"], theirs["frames"].numpy()[0])
+        assert int(e["id"]) == i
+    # Batched: each batch parsed in one call, padded to its longest, as TensorFlow pads.
+    batches = list(mapped.parse(context, lists).batch(4))
+    assert [len(b["id"]) for b in batches] == [4, 4, 1]
+    for k, batch in enumerate(batches):
+        theirs = tf.io.parse_sequence_example(records[k * 4 : k * 4 + 4], context, lists)
+        np.testing.assert_array_equal(batch["frames"], theirs[1]["frames"].numpy())

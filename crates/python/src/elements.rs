@@ -6,8 +6,8 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyList, PyTuple};
 use tfrecordkit_core::pipeline::elements::{
-    element_stream, CollateFn, ElementOp, Elements as CoreElements, FilterFn, MapFn, SourceFn,
-    Workers,
+    element_stream, ChunkFn, CollateFn, ElementOp, Elements as CoreElements, FilterFn, MapFn,
+    SourceFn, Workers,
 };
 
 use crate::pipeline::Stage;
@@ -40,6 +40,12 @@ enum Op<'py> {
         size: usize,
         #[pyo3(attribute)]
         drop_remainder: bool,
+    },
+    Chunked {
+        #[pyo3(attribute)]
+        size: usize,
+        #[pyo3(attribute)]
+        apply: Py<PyAny>,
     },
     Prefetch {
         #[pyo3(attribute)]
@@ -90,6 +96,44 @@ impl Op<'_> {
                             "num_parallel_calls must be at least 1 or AUTOTUNE, not {n}"
                         )))
                     }
+                }
+            }
+            Op::Chunked { size, apply } => {
+                let f = Python::attach(|py| apply.clone_ref(py));
+                let chunk: ChunkFn<Tagged, PyErr> =
+                    Arc::new(move |xs: Vec<Tagged>, seed: u64, start: u64| {
+                        Python::attach(|py| {
+                            let n = xs.len();
+                            let (keys, values): (Vec<_>, Vec<_>) =
+                                xs.into_iter().map(|x| (x.key, x.value)).unzip();
+                            let py_keys = if tagged {
+                                PyList::new(py, keys.iter().map(|k| k.bind(py)))?.into_any()
+                            } else {
+                                py.None().into_bound(py)
+                            };
+                            let out = f.bind(py).call1((
+                                PyList::new(py, values)?,
+                                py_keys,
+                                seed,
+                                start,
+                            ))?;
+                            let out: Vec<Py<PyAny>> = out.extract()?;
+                            if out.len() != n {
+                                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                                    "a stage made {} elements of {n}",
+                                    out.len()
+                                )));
+                            }
+                            Ok(keys
+                                .into_iter()
+                                .zip(out)
+                                .map(|(key, value)| Tagged { key, value })
+                                .collect())
+                        })
+                    });
+                ElementOp::Chunks {
+                    size: *size,
+                    f: chunk,
                 }
             }
             Op::Prefetch { size } => ElementOp::Prefetch {
@@ -180,20 +224,23 @@ impl CoreElements<Tagged, PyErr> for FromIterator {
 
 /// The elements of a pipeline's stages after a user function: `source(epoch)` gives the
 /// elements before them (as `(key, element)` pairs when `tagged`; lists of them, one at
-/// a time, when `chunks`), `ops` are the stages
-/// (`Map`, serial or with `num_parallel_calls`, `Filter`, `Batch`, `Prefetch` and the
-/// engine's `Shuffle`, `Shard`, `Skip`, `Take`, `Repeat`), and `collate(elements, keys)` stacks a batch into a `(key, element)` pair.
+/// a time, when `chunks`), and it yields pairs when `pairs` (by default, when `tagged`);
+/// `ops` are the stages
+/// (`Map`, serial or with `num_parallel_calls`, `Filter`, `Batch`, `Prefetch`, `Chunked`
+/// (`apply(elements, keys, seed, position)` making as many elements of a chunk of
+/// `size`) and the engine's `Shuffle`, `Shard`, `Skip`, `Take`, `Repeat`), and `collate(elements, keys)` stacks a batch into a `(key, element)` pair.
 #[pyclass(module = "tfrecordkit._core")]
 pub struct ElementPipeline {
     // Only ever used through `&mut self`: the lock is never contended.
     inner: std::sync::Mutex<Stream>,
-    tagged: bool,
+    /// Whether it yields `(key, element)` pairs (else the elements alone).
+    pairs: bool,
 }
 
 #[pymethods]
 impl ElementPipeline {
     #[new]
-    #[pyo3(signature = (source, ops, epoch, tagged, collate=None, chunks=false))]
+    #[pyo3(signature = (source, ops, epoch, tagged, collate=None, chunks=false, pairs=None))]
     fn new(
         source: Py<PyAny>,
         ops: Vec<Op<'_>>,
@@ -201,6 +248,7 @@ impl ElementPipeline {
         tagged: bool,
         collate: Option<Py<PyAny>>,
         chunks: bool,
+        pairs: Option<bool>,
     ) -> PyResult<Self> {
         crate::errors::guard("ElementPipeline.new", || {
             let ops: Vec<ElementOp<Tagged, PyErr>> = ops
@@ -221,7 +269,7 @@ impl ElementPipeline {
             let inner = element_stream(source, ops.into(), epoch)?;
             Ok(ElementPipeline {
                 inner: std::sync::Mutex::new(inner),
-                tagged,
+                pairs: pairs.unwrap_or(tagged),
             })
         })
     }
@@ -236,7 +284,7 @@ impl ElementPipeline {
             let Some(x) = inner.next_element()? else {
                 return Ok(None);
             };
-            Ok(Some(if self.tagged {
+            Ok(Some(if self.pairs {
                 PyTuple::new(py, [x.key, x.value])?.into_any().unbind()
             } else {
                 x.value

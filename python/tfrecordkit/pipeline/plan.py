@@ -1,8 +1,8 @@
 """A :class:`~tfrecordkit.Dataset`'s plan: its typed stages, compiled once into the plan
 the native engine runs over records, followed by the stages over the elements a user
-``map`` or ``filter`` makes: the engine's ``ElementPipeline`` where it knows them
-(``map`` serial or on threads, ``filter``, ``batch``, ``prefetch`` and the record-level
-stages), the stages of :mod:`.python_stages` otherwise.
+``map`` or ``filter`` makes, which the engine's ``ElementPipeline`` runs (calling on
+:mod:`.python_stages` for what is Python's), but for ``cache``, which keeps elements in
+Python.
 
 The file-level and record-level stages the engine knows are its own typed objects
 (``_core.Shuffle``, ``Shard``, ``Skip``, ``Take``, ``Repeat``); the rest are the frozen
@@ -310,7 +310,18 @@ def elements(source: Source, plan: Plan, epoch: int) -> Iterator[Any]:
 
 def _in_engine(op: Op) -> bool:
     """Whether the engine runs ``op`` over elements after a user function."""
-    return isinstance(op, (Map, Filter, Batch, Prefetch, *NATIVE_OPS))
+    return not isinstance(op, Cache)
+
+
+def _engine_op(op: Op) -> Any:
+    """``op`` as the engine's element stages take it."""
+    if isinstance(op, Parse):
+        return _stages.parse(op.schema)
+    if isinstance(op, ParseSequence):
+        return _stages.parse_sequences(op.context, op.sequence, op.batched)
+    if isinstance(op, DecodeImage):
+        return _stages.decode_images(op.key, op.options)
+    return op
 
 
 def _after(
@@ -318,7 +329,7 @@ def _after(
 ) -> Iterator[Any]:
     """The elements after the first ``upto`` stages that follow a user function; as
     ``(key, element)`` pairs when ``pairs`` (the keys are ``None`` unless ``tagged``).
-    Runs of stages the engine knows run in the engine, the rest in Python."""
+    The engine runs them, but for ``cache``."""
     if upto == 0:
         if pairs and not tagged:
             return ((None, x) for x in _native(source, plan, epoch, tagged=False))
@@ -327,7 +338,7 @@ def _after(
     while start > 0 and _in_engine(plan.python_ops[start - 1]):
         start -= 1
     if start < upto:
-        run = plan.python_ops[start:upto]
+        run = [_engine_op(op) for op in plan.python_ops[start:upto]]
 
         def before(e: int) -> Iterator[Any]:
             if start == 0:  # straight from the engine: a list of elements a unit
@@ -341,20 +352,12 @@ def _after(
             tagged,
             _stages.collate,
             chunks=start == 0,
+            pairs=pairs and tagged,
         )
         return ((None, x) for x in engine) if pairs and not tagged else engine
     op = plan.python_ops[upto - 1]
-    it = _after(source, plan, upto - 1, epoch, tagged, pairs=True)
-    if isinstance(op, Cache):
-        it = op.store.replay(it)
-    elif isinstance(op, Parse):
-        it = _stages.parse(it, op.schema)
-    elif isinstance(op, ParseSequence):
-        it = _stages.parse_sequences(it, op.context, op.sequence, op.batched)
-    elif isinstance(op, DecodeImage):
-        it = _stages.decode_images(it, op.key, op.options, epoch)
-    else:  # pragma: no cover
-        raise AssertionError(op)
+    assert isinstance(op, Cache), op
+    it = op.store.replay(_after(source, plan, upto - 1, epoch, tagged, pairs=True))
     return it if pairs else (x for _, x in it)
 
 

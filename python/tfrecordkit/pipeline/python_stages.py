@@ -1,19 +1,20 @@
-"""The stages after a user ``map`` that run in Python: ``cache``, parsing and image
-decoding, and how the engine's ``batch`` stacks elements (:func:`collate`). The other
-stages after a ``map`` run in the engine (``_core.ElementPipeline``).
+"""The Python parts of the stages after a user ``map``: the engine
+(``_core.ElementPipeline``) runs them all, calling these for what is Python's: how
+``batch`` stacks elements (:func:`collate`), parsing and image decoding a chunk at a time
+(:class:`Chunked`); ``cache`` keeps elements through a :class:`CacheStore`.
 
-Elements travel through these stages as ``(key, element)`` pairs: ``key`` identifies the
-record an element came from (its file, pass and position, as the native engine names it;
-an array of them for a batch), so that ``decode_image`` after a ``map`` draws the same
-augmentation for a record as it does in the native engine. Seeds are mixed with the
-engine's own mixer, :func:`tfrecordkit._core.mix_seed`.
+Elements carry a key where ``decode_image`` follows: the record an element came from
+(its file, pass and position, as the native engine names it; an array of them for a
+batch), so that ``decode_image`` after a ``map`` draws the same augmentation for a record
+as it does in the native engine. Seeds are mixed with the engine's own mixer,
+:func:`tfrecordkit._core.mix_seed`.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -139,56 +140,76 @@ def object_array(items: Sequence[Any]) -> np.ndarray:
     return out
 
 
-def parse(it: Iterator[Pair], schema: Schema) -> Iterator[Pair]:
-    while True:
-        chunk = list(itertools.islice(it, UNIT))
-        if not chunk:
-            return
-        columns = parse_examples([x for _, x in chunk], schema)
-        for i, (key, _) in enumerate(chunk):
-            yield key, {k: v[i] for k, v in columns.items()}
+@dataclass(frozen=True)
+class Chunked:
+    """A stage the engine runs over chunks of up to ``size`` elements:
+    ``apply(elements, keys, seed, position)`` makes one element of each (``keys``: those of
+    their records where kept, else ``None``; ``seed``: the pass's; ``position``: the
+    place in the pass of the chunk's first element)."""
+
+    size: int
+    apply: Callable[[list[Any], list[Any] | None, int, int], list[Any]]
 
 
-def parse_sequences(
-    it: Iterator[Pair], context: Schema | None, sequence: Schema, batched: bool
-) -> Iterator[Pair]:
+def parse(schema: Schema) -> Chunked:
+    """``parse`` after a user function: a chunk of serialized Examples per native call."""
+
+    def apply(records: list[Any], keys: Any, seed: int, position: int) -> list[Any]:
+        return _core.rows(parse_examples(records, schema), len(records))
+
+    return Chunked(UNIT, apply)
+
+
+def parse_sequences(context: Schema | None, sequence: Schema, batched: bool) -> Chunked:
     """SequenceExamples parsed a batch (or ``UNIT`` records) per native call; context and
     feature lists in one dict."""
     if batched:
-        for key, records in it:
-            ctx, lists, _ = parse_sequence_example(list(records), context, sequence)
-            yield key, {**ctx, **lists}
-        return
-    while True:
-        chunk = list(itertools.islice(it, UNIT))
-        if not chunk:
-            return
-        ctx, lists, lengths = parse_sequence_example([x for _, x in chunk], context, sequence)
-        for i, (key, _) in enumerate(chunk):
+
+        def each_batch(batches: list[Any], keys: Any, seed: int, position: int) -> list[Any]:
+            out = []
+            for records in batches:
+                ctx, lists, _ = parse_sequence_example(list(records), context, sequence)
+                out.append({**ctx, **lists})
+            return out
+
+        return Chunked(1, each_batch)
+
+    def apply(records: list[Any], keys: Any, seed: int, position: int) -> list[Any]:
+        ctx, lists, lengths = parse_sequence_example(records, context, sequence)
+        out = []
+        for i in range(len(records)):
             own, steps = _row(ctx, lists, lengths, i)
-            yield key, {**own, **steps}
+            out.append({**own, **steps})
+        return out
+
+    return Chunked(UNIT, apply)
 
 
-def decode_images(
-    it: Iterator[Pair], key: str, options: ImageOptions, epoch: int
-) -> Iterator[Pair]:
-    """``decode_image`` after Python stages: each element (or batch) in one native call,
+def decode_images(key: str, options: ImageOptions) -> Chunked:
+    """``decode_image`` after a user function: each element (or batch) in one native call,
     each record augmented with the seed the native engine gives it."""
-    base = _core.mix_seed(options.seed_value(), epoch)
-    for n, (origin, element) in enumerate(it):
-        if not isinstance(element, dict) or key not in element:
-            raise TypeError(f"decode_image({key!r}) needs dict elements with that key")
-        value = element[key]
-        single = isinstance(value, (bytes, bytearray, memoryview))
-        images = [bytes(value)] if single else [bytes(v) for v in value]
-        if origin is None:
-            # Elements made by Python stages alone: numbered as they come.
-            origins = [_core.mix_seed(n, i) for i in range(len(images))]
-        else:
-            origins = [int(k) for k in np.atleast_1d(np.asarray(origin, dtype=np.uint64))]
-        if len(origins) != len(images):
-            raise ValueError(
-                f"decode_image({key!r}) got {len(images)} images for {len(origins)} records"
-            )
-        pixels = decode_seeded(options, images, [_core.mix_seed(base, o) for o in origins])
-        yield origin, {**element, key: pixels[0] if single else pixels}
+
+    def apply(elements: list[Any], keys: Any, seed: int, position: int) -> list[Any]:
+        base = _core.mix_seed(options.seed_value(), seed)
+        out = []
+        for n, element in enumerate(elements, position):
+            if not isinstance(element, dict) or key not in element:
+                raise TypeError(f"decode_image({key!r}) needs dict elements with that key")
+            value = element[key]
+            single = isinstance(value, (bytes, bytearray, memoryview))
+            images = [bytes(value)] if single else [bytes(v) for v in value]
+            origin = None if keys is None else keys[n - position]
+            if origin is None:
+                # Elements made by Python stages alone: numbered as they come.
+                origins = [_core.mix_seed(n, i) for i in range(len(images))]
+            else:
+                origins = [int(k) for k in np.atleast_1d(np.asarray(origin, dtype=np.uint64))]
+            if len(origins) != len(images):
+                raise ValueError(
+                    f"decode_image({key!r}) got {len(images)} images for {len(origins)} records"
+                )
+            pixels = decode_seeded(options, images, [_core.mix_seed(base, o) for o in origins])
+            out.append({**element, key: pixels[0] if single else pixels})
+        return out
+
+    return Chunked(1, apply)

@@ -23,6 +23,9 @@ pub type MapFn<T, E> = Arc<dyn Fn(T) -> Result<T, E> + Send + Sync>;
 pub type FilterFn<T, E> = Arc<dyn Fn(&T) -> Result<bool, E> + Send + Sync>;
 /// Makes one element of a batch's elements (at least one, in order).
 pub type CollateFn<T, E> = Arc<dyn Fn(Vec<T>) -> Result<T, E> + Send + Sync>;
+/// Makes elements of a chunk of elements, given the pass's seed and the position in the
+/// pass of the chunk's first element.
+pub type ChunkFn<T, E> = Arc<dyn Fn(Vec<T>, u64, u64) -> Result<Vec<T>, E> + Send + Sync>;
 
 /// A stage over elements.
 pub enum ElementOp<T, E> {
@@ -43,6 +46,11 @@ pub enum ElementOp<T, E> {
         size: usize,
         drop_remainder: bool,
         collate: CollateFn<T, E>,
+    },
+    /// A function over chunks of up to `size` elements at a time (parsing, decoding).
+    Chunks {
+        size: usize,
+        f: ChunkFn<T, E>,
     },
     Take(u64),
     Skip(u64),
@@ -86,6 +94,10 @@ impl<T, E> Clone for ElementOp<T, E> {
                 size: *size,
                 drop_remainder: *drop_remainder,
                 collate: Arc::clone(collate),
+            },
+            ElementOp::Chunks { size, f } => ElementOp::Chunks {
+                size: *size,
+                f: Arc::clone(f),
             },
             ElementOp::Take(n) => ElementOp::Take(*n),
             ElementOp::Skip(n) => ElementOp::Skip(*n),
@@ -156,6 +168,15 @@ fn build<T: Send + 'static, E: Send + 'static>(
             collate,
             pending: VecDeque::new(),
             ended: false,
+        }),
+        ElementOp::Chunks { size, f } => Box::new(ChunkElements {
+            inner,
+            size: size.max(1),
+            f,
+            seed: epoch,
+            position: 0,
+            pending: Vec::new(),
+            ready: VecDeque::new(),
         }),
         ElementOp::Take(n) => Box::new(TakeElements { inner, left: n }),
         ElementOp::Skip(n) => Box::new(SkipElements { inner, left: n }),
@@ -262,6 +283,47 @@ impl<T: Send, E: Send> Elements<T, E> for BatchElements<T, E> {
         }
         let batch: Vec<T> = self.pending.drain(..).collect();
         (self.collate)(batch).map(Some)
+    }
+}
+
+struct ChunkElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    size: usize,
+    f: ChunkFn<T, E>,
+    seed: u64,
+    position: u64,
+    /// The chunk being gathered, kept across an error before it is complete.
+    pending: Vec<T>,
+    ready: VecDeque<T>,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for ChunkElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        loop {
+            if let Some(x) = self.ready.pop_front() {
+                return Ok(Some(x));
+            }
+            let mut ended = false;
+            while self.pending.len() < self.size {
+                match self.inner.next_element()? {
+                    Some(x) => self.pending.push(x),
+                    None => {
+                        ended = true;
+                        break;
+                    }
+                }
+            }
+            if self.pending.is_empty() {
+                return Ok(None);
+            }
+            let chunk = std::mem::take(&mut self.pending);
+            let start = self.position;
+            self.position += chunk.len() as u64;
+            self.ready.extend((self.f)(chunk, self.seed, start)?);
+            if ended && self.ready.is_empty() {
+                return Ok(None);
+            }
+        }
     }
 }
 
@@ -679,5 +741,21 @@ mod tests {
         let mut s = element_stream(source(5000), ops.into(), 0).unwrap();
         assert_eq!(drain(&mut s), ((1..=5000).collect::<Vec<_>>(), vec![]));
         assert!(uses.load(std::sync::atomic::Ordering::SeqCst) > 3);
+    }
+
+    #[test]
+    fn chunks_see_their_pass_seed_and_position() {
+        let f: ChunkFn<u64, String> = Arc::new(|xs: Vec<u64>, seed, start| {
+            if xs.contains(&7) {
+                return Err(format!("7 in the chunk at {start}"));
+            }
+            Ok(xs.iter().map(|x| x * 100 + start + seed).collect())
+        });
+        let ops = vec![ElementOp::Chunks { size: 3, f }];
+        let mut s = element_stream(source(11), ops.into(), 1000).unwrap();
+        let (out, errors) = drain(&mut s);
+        // The chunk that fails is lost with its error; the next goes on at its place.
+        assert_eq!(out, vec![1000, 1100, 1200, 1303, 1403, 1503, 1909, 2009]);
+        assert_eq!(errors, vec!["7 in the chunk at 6".to_owned()]);
     }
 }
