@@ -202,6 +202,25 @@ def test_stages_after_map(shards, helpers):
     assert [int(e["id"]) for e in parsed] == [0, 1]
 
 
+def test_a_cache_after_a_map_replays_without_calling_the_function_again(shards, helpers):
+    paths = shards([25])
+    calls = []
+
+    def f(e):
+        calls.append(int(e["id"]))
+        return int(e["id"])
+
+    ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).map(f).cache()
+    assert list(ds.shuffle(8, seed=1).repeat(3).take(60))[:25] != list(range(25))
+    assert sorted(calls) == list(range(25))
+    # A pass left early keeps nothing: the next one calls the function again.
+    early = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).map(f).cache()
+    calls.clear()
+    assert list(early.take(5)) == list(range(5))
+    assert list(early) == list(range(25)) and list(early) == list(range(25))
+    assert calls == list(range(5)) + list(range(25))
+
+
 def test_stages_after_map_run_in_the_engine(shards, helpers):
     paths = shards([40])
     ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).map(lambda e: e)

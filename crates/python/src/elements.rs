@@ -6,8 +6,8 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyList, PyTuple};
 use tfrecordkit_core::pipeline::elements::{
-    element_stream, ChunkFn, CollateFn, ElementOp, Elements as CoreElements, FilterFn, MapFn,
-    SourceFn, Workers,
+    element_stream, ChunkFn, CollateFn, ElementOp, ElementStore, Elements as CoreElements,
+    FilterFn, Keeper, MapFn, SourceFn, Workers,
 };
 
 use crate::pipeline::Stage;
@@ -50,6 +50,10 @@ enum Op<'py> {
     Prefetch {
         #[pyo3(attribute)]
         size: usize,
+    },
+    Cache {
+        #[pyo3(attribute)]
+        store: Py<PyAny>,
     },
 }
 
@@ -136,6 +140,9 @@ impl Op<'_> {
                     f: chunk,
                 }
             }
+            Op::Cache { store } => ElementOp::Cache(Arc::new(PyStore {
+                store: Python::attach(|py| store.clone_ref(py)),
+            })),
             Op::Prefetch { size } => ElementOp::Prefetch {
                 size: *size,
                 lock: gil(),
@@ -179,6 +186,76 @@ impl Op<'_> {
                 }
             }
         })
+    }
+}
+
+/// A `cache` stage's Python store (`python_stages.CacheStore`): `replay()` gives an
+/// iterator of `(key, element)` pairs once a pass is kept, else `None`; `keeper()` an object
+/// with `keep(key, element)`, `finish()` and `abort()`.
+struct PyStore {
+    store: Py<PyAny>,
+}
+
+impl ElementStore<Tagged, PyErr> for PyStore {
+    fn replay(&self) -> PyResult<Option<Stream>> {
+        Python::attach(|py| {
+            let kept = self.store.bind(py).call_method0("replay")?;
+            if kept.is_none() {
+                return Ok(None);
+            }
+            Ok(Some(Box::new(FromIterator {
+                it: kept.try_iter()?.unbind(),
+                tagged: true,
+                chunks: false,
+                chunk: None,
+            }) as Stream))
+        })
+    }
+
+    fn keeper(&self) -> PyResult<Box<dyn Keeper<Tagged, PyErr>>> {
+        Python::attach(|py| {
+            let keeper = self.store.bind(py).call_method0("keeper")?.unbind();
+            Ok(Box::new(PyKeeper {
+                keeper: Some(keeper),
+            }) as Box<dyn Keeper<Tagged, PyErr>>)
+        })
+    }
+}
+
+struct PyKeeper {
+    /// Taken once the pass is finished.
+    keeper: Option<Py<PyAny>>,
+}
+
+impl Keeper<Tagged, PyErr> for PyKeeper {
+    fn keep(&mut self, x: &Tagged) -> PyResult<()> {
+        let Some(keeper) = &self.keeper else {
+            return Ok(());
+        };
+        Python::attach(|py| {
+            keeper
+                .bind(py)
+                .call_method1("keep", (x.key.bind(py), x.value.bind(py)))?;
+            Ok(())
+        })
+    }
+
+    fn finish(mut self: Box<Self>) -> PyResult<()> {
+        let Some(keeper) = self.keeper.take() else {
+            return Ok(());
+        };
+        Python::attach(|py| keeper.bind(py).call_method0("finish").map(drop))
+    }
+}
+
+impl Drop for PyKeeper {
+    fn drop(&mut self) {
+        if let Some(keeper) = self.keeper.take() {
+            // A pass left early, or failed: what was kept of it goes.
+            crate::threads::attach(|py| {
+                let _ = keeper.bind(py).call_method0("abort");
+            });
+        }
     }
 }
 

@@ -1,8 +1,7 @@
 """A :class:`~tfrecordkit.Dataset`'s plan: its typed stages, compiled once into the plan
 the native engine runs over records, followed by the stages over the elements a user
 ``map`` or ``filter`` makes, which the engine's ``ElementPipeline`` runs (calling on
-:mod:`.python_stages` for what is Python's), but for ``cache``, which keeps elements in
-Python.
+:mod:`.python_stages` for what is Python's).
 
 The file-level and record-level stages the engine knows are its own typed objects
 (``_core.Shuffle``, ``Shard``, ``Skip``, ``Take``, ``Repeat``); the rest are the frozen
@@ -305,12 +304,15 @@ def elements(source: Source, plan: Plan, epoch: int) -> Iterator[Any]:
         return _native(source, plan, epoch, tagged=False)
     # Only ``decode_image`` needs to know which records an element came from.
     tagged = any(isinstance(op, DecodeImage) for op in plan.python_ops)
-    return _after(source, plan, len(plan.python_ops), epoch, tagged, pairs=False)
-
-
-def _in_engine(op: Op) -> bool:
-    """Whether the engine runs ``op`` over elements after a user function."""
-    return not isinstance(op, Cache)
+    return _core.ElementPipeline(
+        lambda e: _native(source, plan, e, tagged, chunks=True),
+        [_engine_op(op) for op in plan.python_ops],
+        epoch,
+        tagged,
+        _stages.collate,
+        chunks=True,
+        pairs=False,
+    )
 
 
 def _engine_op(op: Op) -> Any:
@@ -322,43 +324,6 @@ def _engine_op(op: Op) -> Any:
     if isinstance(op, DecodeImage):
         return _stages.decode_images(op.key, op.options)
     return op
-
-
-def _after(
-    source: Source, plan: Plan, upto: int, epoch: int, tagged: bool, pairs: bool
-) -> Iterator[Any]:
-    """The elements after the first ``upto`` stages that follow a user function; as
-    ``(key, element)`` pairs when ``pairs`` (the keys are ``None`` unless ``tagged``).
-    The engine runs them, but for ``cache``."""
-    if upto == 0:
-        if pairs and not tagged:
-            return ((None, x) for x in _native(source, plan, epoch, tagged=False))
-        return _native(source, plan, epoch, tagged=pairs)
-    start = upto
-    while start > 0 and _in_engine(plan.python_ops[start - 1]):
-        start -= 1
-    if start < upto:
-        run = [_engine_op(op) for op in plan.python_ops[start:upto]]
-
-        def before(e: int) -> Iterator[Any]:
-            if start == 0:  # straight from the engine: a list of elements a unit
-                return _native(source, plan, e, tagged, chunks=True)
-            return _after(source, plan, start, e, tagged, pairs=tagged)
-
-        engine = _core.ElementPipeline(
-            before,
-            run,
-            epoch,
-            tagged,
-            _stages.collate,
-            chunks=start == 0,
-            pairs=pairs and tagged,
-        )
-        return ((None, x) for x in engine) if pairs and not tagged else engine
-    op = plan.python_ops[upto - 1]
-    assert isinstance(op, Cache), op
-    it = op.store.replay(_after(source, plan, upto - 1, epoch, tagged, pairs=True))
-    return it if pairs else (x for _, x in it)
 
 
 def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:

@@ -44,9 +44,11 @@ def cpus() -> int:
 
 class CacheStore:
     """The cache of one ``cache()`` stage, shared by every iteration of the pipeline: the
-    native engine's record cache, or the elements of the first pass of Python stages. In a
-    file, either is a TFRecord file: records, or elements as :mod:`.cache_format` writes them
-    (data only: a file planted at ``filename`` can fail to load, never run code)."""
+    native engine's record cache, or the elements of the first complete pass after a user
+    function, which the engine keeps through :meth:`keeper` and replays from
+    :meth:`replay`. In a file, either is a TFRecord file: records, or elements as
+    :mod:`.cache_format` writes them (data only: a file planted at ``filename`` can fail
+    to load, never run code)."""
 
     def __init__(self, filename: str | None) -> None:
         self.filename = filename
@@ -60,27 +62,49 @@ class CacheStore:
         """A cache of its own for one consumer's share of the pipeline."""
         return CacheStore(None if self.filename is None else f"{self.filename}{suffix}")
 
-    def replay(self, it: Iterator[Pair]) -> Iterator[Pair]:
+    def replay(self) -> Iterator[Pair] | None:
+        """The ``(key, element)`` pairs of a kept pass; ``None`` before one is kept."""
         if self.elements is not None:
             return iter(self.elements)
         if self.filename is not None and os.path.exists(self.filename):
             return _read_elements(self.filename)
-        return self._fill(it)
+        return None
 
-    def _fill(self, it: Iterator[Pair]) -> Iterator[Pair]:
+    def keeper(self) -> _MemoryKeeper | _FileKeeper:
+        """Keeps a pass: in memory, or in the file, which takes its name once the pass is
+        complete (a pass left early, or an element the format cannot hold, leaves
+        nothing behind)."""
         if self.filename is None:
-            kept: list[Pair] = []
-            for x in it:
-                kept.append(x)
-                yield x
-            self.elements = kept
-            return
-        # The file takes its name once the pass is complete; a pass left early, or an
-        # element the format cannot hold, leaves nothing behind.
-        with RecordWriter(self.filename) as w:
-            for x in it:
-                w.write(_elements.encode_pair(*x))
-                yield x
+            return _MemoryKeeper(self)
+        return _FileKeeper(RecordWriter(self.filename))
+
+
+class _MemoryKeeper:
+    def __init__(self, store: CacheStore) -> None:
+        self.store, self.kept = store, []
+
+    def keep(self, key: Any, element: Any) -> None:
+        self.kept.append((key, element))
+
+    def finish(self) -> None:
+        self.store.elements = self.kept
+
+    def abort(self) -> None:
+        self.kept = []
+
+
+class _FileKeeper:
+    def __init__(self, writer: RecordWriter) -> None:
+        self.writer = writer
+
+    def keep(self, key: Any, element: Any) -> None:
+        self.writer.write(_elements.encode_pair(key, element))
+
+    def finish(self) -> None:
+        self.writer.close()
+
+    def abort(self) -> None:
+        self.writer.abort()
 
 
 def _read_elements(path: str) -> Iterator[Pair]:

@@ -27,6 +27,21 @@ pub type CollateFn<T, E> = Arc<dyn Fn(Vec<T>) -> Result<T, E> + Send + Sync>;
 /// pass of the chunk's first element.
 pub type ChunkFn<T, E> = Arc<dyn Fn(Vec<T>, u64, u64) -> Result<Vec<T>, E> + Send + Sync>;
 
+/// Where a `cache` stage keeps the elements of its first complete pass.
+pub trait ElementStore<T, E>: Send + Sync {
+    /// The kept elements, once a complete pass was kept.
+    fn replay(&self) -> Result<Option<Box<dyn Elements<T, E>>>, E>;
+    /// Starts keeping a pass.
+    fn keeper(&self) -> Result<Box<dyn Keeper<T, E>>, E>;
+}
+
+/// Keeps one pass's elements; dropped without [`Keeper::finish`], it keeps none of them.
+pub trait Keeper<T, E>: Send {
+    fn keep(&mut self, x: &T) -> Result<(), E>;
+    /// The pass is complete: what was kept is what later passes replay.
+    fn finish(self: Box<Self>) -> Result<(), E>;
+}
+
 /// A stage over elements.
 pub enum ElementOp<T, E> {
     Map(MapFn<T, E>),
@@ -66,6 +81,9 @@ pub enum ElementOp<T, E> {
         size: usize,
         lock: Lock,
     },
+    /// The elements of the first complete pass, kept and replayed by later passes (which
+    /// then do not run the stages before it).
+    Cache(Arc<dyn ElementStore<T, E>>),
 }
 
 impl<T, E> Clone for ElementOp<T, E> {
@@ -106,6 +124,7 @@ impl<T, E> Clone for ElementOp<T, E> {
                 index: *index,
             },
             ElementOp::Repeat(n) => ElementOp::Repeat(*n),
+            ElementOp::Cache(store) => ElementOp::Cache(Arc::clone(store)),
         }
     }
 }
@@ -139,6 +158,17 @@ fn build<T: Send + 'static, E: Send + 'static>(
             done: 0,
             current: None,
             produced: false,
+        }));
+    }
+    if let ElementOp::Cache(store) = &op {
+        if let Some(kept) = store.replay()? {
+            return Ok(kept);
+        }
+        let keeper = store.keeper()?;
+        let inner = build(source, ops, upto - 1, epoch)?;
+        return Ok(Box::new(CacheElements {
+            inner,
+            keeper: Some(keeper),
         }));
     }
     let inner = build(source, ops, upto - 1, epoch)?;
@@ -186,7 +216,7 @@ fn build<T: Send + 'static, E: Send + 'static>(
             index,
             position: 0,
         }),
-        ElementOp::Repeat(_) => unreachable!("handled above"),
+        ElementOp::Repeat(_) | ElementOp::Cache(_) => unreachable!("handled above"),
     })
 }
 
@@ -324,6 +354,35 @@ impl<T: Send, E: Send> Elements<T, E> for ChunkElements<T, E> {
                 return Ok(None);
             }
         }
+    }
+}
+
+struct CacheElements<T, E> {
+    inner: Box<dyn Elements<T, E>>,
+    /// Let go at an error: a pass that lost an element is not kept.
+    keeper: Option<Box<dyn Keeper<T, E>>>,
+}
+
+impl<T: Send, E: Send> Elements<T, E> for CacheElements<T, E> {
+    fn next_element(&mut self) -> Result<Option<T>, E> {
+        let next = self.inner.next_element();
+        match &next {
+            Ok(Some(x)) => {
+                if let Some(keeper) = self.keeper.as_mut() {
+                    if let Err(e) = keeper.keep(x) {
+                        self.keeper = None;
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(None) => {
+                if let Some(keeper) = self.keeper.take() {
+                    keeper.finish()?;
+                }
+            }
+            Err(_) => self.keeper = None,
+        }
+        next
     }
 }
 
@@ -757,5 +816,74 @@ mod tests {
         // The chunk that fails is lost with its error; the next goes on at its place.
         assert_eq!(out, vec![1000, 1100, 1200, 1303, 1403, 1503, 1909, 2009]);
         assert_eq!(errors, vec!["7 in the chunk at 6".to_owned()]);
+    }
+
+    #[derive(Default)]
+    struct Memory {
+        kept: std::sync::Mutex<Option<Vec<u64>>>,
+    }
+
+    struct Keep<'a>(&'a Memory, Vec<u64>);
+
+    impl ElementStore<u64, String> for &'static Memory {
+        fn replay(&self) -> Result<Option<Box<dyn Elements<u64, String>>>, String> {
+            Ok(self
+                .kept
+                .lock()
+                .unwrap()
+                .clone()
+                .map(|v| Box::new(Replay(v.into_iter())) as Box<dyn Elements<u64, String>>))
+        }
+        fn keeper(&self) -> Result<Box<dyn Keeper<u64, String>>, String> {
+            Ok(Box::new(Keep(self, Vec::new())))
+        }
+    }
+
+    impl Keeper<u64, String> for Keep<'static> {
+        fn keep(&mut self, x: &u64) -> Result<(), String> {
+            self.1.push(*x);
+            Ok(())
+        }
+        fn finish(self: Box<Self>) -> Result<(), String> {
+            *self.0.kept.lock().unwrap() = Some(self.1);
+            Ok(())
+        }
+    }
+
+    struct Replay(std::vec::IntoIter<u64>);
+
+    impl Elements<u64, String> for Replay {
+        fn next_element(&mut self) -> Result<Option<u64>, String> {
+            Ok(self.0.next())
+        }
+    }
+
+    #[test]
+    fn a_cache_replays_the_first_complete_pass() {
+        let store: &'static Memory = Box::leak(Box::default());
+        let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&calls);
+        let ops = vec![
+            ElementOp::Map(Arc::new(move |x: u64| {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(x)
+            })),
+            ElementOp::Shuffle {
+                buffer: 4,
+                seed: None,
+            },
+            ElementOp::Cache(Arc::new(store)),
+            ElementOp::Repeat(Some(3)),
+        ];
+        let out = run(10, ops, 0).unwrap();
+        assert_eq!(&out[..10], &out[10..20]);
+        assert_eq!(&out[..10], &out[20..]);
+        // Later passes replay: the stages before the cache ran once.
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 10);
+        // A pass left early keeps nothing.
+        let early: &'static Memory = Box::leak(Box::default());
+        let ops = vec![ElementOp::Cache(Arc::new(early)), ElementOp::Take(3)];
+        assert_eq!(run(10, ops, 0).unwrap(), vec![0, 1, 2]);
+        assert!(early.kept.lock().unwrap().is_none());
     }
 }
