@@ -57,11 +57,6 @@ impl MultiFileReader {
             .zip(self.delivered.iter().copied())
     }
 
-    /// The file being read, if any.
-    pub fn current_path(&self) -> Option<&str> {
-        self.current.as_ref().map(|r| r.path())
-    }
-
     /// Appends up to `max_records` records (stopping early past `max_bytes`) to `out`.
     ///
     /// An error met after some records were read is returned by the next call, so no record
