@@ -90,6 +90,9 @@ def _handler(served: Served):
             if path.startswith("/forbidden/"):
                 self.send_error(403, "Forbidden")
                 return None
+            if path.startswith("/busy/"):
+                self.send_error(503, "Please reduce your request rate")
+                return None
             if path.startswith("/slow/"):
                 time.sleep(served.delay)
                 path = path.removeprefix("/slow")

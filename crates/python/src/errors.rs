@@ -1,8 +1,8 @@
 //! Maps core errors onto the one exception hierarchy in `tfrecordkit.errors`.
 
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError, PyTimeoutError,
-    PyValueError,
+    PyConnectionError, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
+    PyTimeoutError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -69,7 +69,14 @@ fn os_error(err: &Error) -> PyErr {
         Some(io::ErrorKind::PermissionDenied) => PyPermissionError::new_err((13, msg, path)),
         Some(io::ErrorKind::IsADirectory) => PyIsADirectoryError::new_err((21, msg, path)),
         Some(io::ErrorKind::TimedOut) => PyTimeoutError::new_err((110, msg, path)),
-        _ => PyOSError::new_err((0, msg, path)),
+        Some(
+            io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::NotConnected,
+        ) => PyConnectionError::new_err((111, msg, path)),
+        Some(io::ErrorKind::ResourceBusy) => PyOSError::new_err((16, msg, path)),
+        _ => PyOSError::new_err((5, msg, path)),
     }
 }
 

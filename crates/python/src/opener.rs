@@ -4,7 +4,9 @@
 use std::io::{self, Read};
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyFileNotFoundError, PyPermissionError, PyTimeoutError};
+use pyo3::exceptions::{
+    PyConnectionError, PyFileNotFoundError, PyOSError, PyPermissionError, PyTimeoutError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use tfrecordkit_core::{Error, Opened, Opener, SharedOpener};
@@ -24,7 +26,9 @@ pub fn shared(open: Option<Py<PyAny>>) -> SharedOpener {
 
 /// A Python exception as an I/O error of the matching kind, so that the core error, and
 /// the Python exception it becomes, keep its meaning: a missing object stays
-/// `FileNotFoundError`, a refused one `PermissionError`, a timeout `TimeoutError`.
+/// `FileNotFoundError`, a refused one `PermissionError`, a timeout `TimeoutError`, an
+/// unreachable store `ConnectionError`, a busy one `OSError(EBUSY)`. The message is the
+/// error's own words (an `OSError`'s `strerror`), the path being the core error's.
 fn io_error(py: Python<'_>, err: PyErr) -> io::Error {
     let kind = if err.is_instance_of::<PyFileNotFoundError>(py) {
         io::ErrorKind::NotFound
@@ -32,22 +36,42 @@ fn io_error(py: Python<'_>, err: PyErr) -> io::Error {
         io::ErrorKind::PermissionDenied
     } else if err.is_instance_of::<PyTimeoutError>(py) {
         io::ErrorKind::TimedOut
+    } else if err.is_instance_of::<PyConnectionError>(py) {
+        io::ErrorKind::ConnectionRefused
+    } else if err.is_instance_of::<PyOSError>(py)
+        && err
+            .value(py)
+            .getattr("errno")
+            .and_then(|e| e.extract::<i32>())
+            .is_ok_and(|e| e == EBUSY)
+    {
+        io::ErrorKind::ResourceBusy
     } else {
         io::ErrorKind::Other
     };
-    let name = err
-        .get_type(py)
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "error".into());
-    let text = err.value(py).to_string();
-    let msg = if text.is_empty() {
-        name
-    } else {
-        format!("{name}: {text}")
-    };
+    let value = err.value(py);
+    let strerror = value
+        .getattr("strerror")
+        .ok()
+        .filter(|s| !s.is_none())
+        .map(|s| s.to_string());
+    let msg = strerror.unwrap_or_else(|| {
+        let name = err
+            .get_type(py)
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "error".into());
+        let text = value.to_string();
+        if text.is_empty() {
+            name
+        } else {
+            format!("{name}: {text}")
+        }
+    });
     io::Error::new(kind, msg)
 }
+
+const EBUSY: i32 = 16;
 
 fn exiting() -> io::Error {
     io::Error::other("the Python interpreter is exiting")

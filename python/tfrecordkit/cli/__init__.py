@@ -588,4 +588,14 @@ def run(args: list[str] | None = None) -> NoReturn:
         # The reader of our output went away (`tfrecordkit head ... | head -1`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
+    except Exception as err:
+        # What no command expected (a dependency's own exception, or a bug): still one line.
+        if os.environ.get("TFRECORDKIT_TRACEBACK"):
+            raise
+        click.echo(
+            f"error: {type(err).__name__}: {_message(err)} "
+            "(TFRECORDKIT_TRACEBACK=1 shows where it came from)",
+            err=True,
+        )
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

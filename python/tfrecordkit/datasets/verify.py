@@ -37,7 +37,9 @@ def _scan(
             report.records += len(batch)
             if on_batch is not None:
                 on_batch(batch)
-    except (OSError, TFRecordError) as err:
+    except TFRecordError as err:
+        # Damage the reader cannot resynchronize past. An OSError is no damage: a file
+        # that cannot be read (refused, unreachable, missing) raises, naming it.
         report.failure = f"{type(err).__name__}: {err}"
     return report
 

@@ -8,6 +8,7 @@ the URL's filesystem. A leaf of the package: it imports nothing of tfrecordkit b
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob as _glob
 import ntpath
 import os
@@ -183,7 +184,8 @@ def filesystem(
         import fsspec
     except ImportError:
         raise ImportError(f"{what} {url} needs fsspec: pip install 'tfrecordkit[remote]'") from None
-    return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    with remote_errors(url):
+        return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
 
 
 def as_url(url_like: str, fs_path: str) -> str:
@@ -205,31 +207,130 @@ def _expand_url(url: str, storage_options: StorageOptions) -> list[str]:
     return [as_url(url, m) for m in matches]
 
 
-def _remote_error(err: BaseException, url: str) -> OSError | None:
-    """What a filesystem's exception means, as the built-in error naming ``url``: refused
-    (401/403) is ``PermissionError``, missing (404) ``FileNotFoundError``, a timeout after
-    the filesystem's retries ``TimeoutError``; None when it means nothing of the kind.
-    Filesystems differ in how they report these (fsspec's HTTP filesystem reports every
-    failure as missing, the cause attached), so the whole chain of causes is read."""
-    seen: BaseException | None = err
-    while seen is not None:
-        status = getattr(seen, "status", None) or getattr(seen, "status_code", None)
-        if isinstance(seen, PermissionError) or status in (401, 403):
-            return PermissionError(13, f"access refused: {seen}", url)
-        if isinstance(seen, TimeoutError) or "Timeout" in type(seen).__name__:
-            return TimeoutError(110, f"timed out: {seen}", url)
-        if status == 404:
-            return FileNotFoundError(2, "no such object", url)
-        seen = seen.__cause__ or seen.__context__
-    if isinstance(err, FileNotFoundError):
-        return FileNotFoundError(2, "no such object", url)
+# What object stores and their clients call a refusal, a missing object, and a store too
+# busy to answer (botocore error codes, Azure and GCS names, HTTP statuses).
+_REFUSED = {
+    "AccessDenied",
+    "AccountProblem",
+    "AllAccessDisabled",
+    "AuthenticationFailed",
+    "AuthorizationFailure",
+    "ExpiredToken",
+    "Forbidden",
+    "InvalidAccessKeyId",
+    "InvalidToken",
+    "SignatureDoesNotMatch",
+    "Unauthorized",
+}
+_CREDENTIALS = (
+    "NoCredentialsError",
+    "PartialCredentialsError",
+    "CredentialRetrievalError",
+    "DefaultCredentialsError",
+    "RefreshError",
+    "ClientAuthenticationError",
+    "TokenRetrievalError",
+    "UnauthorizedSSOTokenError",
+)
+_MISSING = {"NoSuchKey", "NoSuchBucket", "NotFound", "BlobNotFound", "ContainerNotFound"}
+_BUSY = {
+    "SlowDown",
+    "ServiceUnavailable",
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "TooManyRequests",
+    "ServerBusy",
+    "InternalError",
+}
+
+
+def _status(err: BaseException) -> int | None:
+    """The HTTP status an exception carries, if any."""
+    for name in ("status", "status_code"):
+        value = getattr(err, name, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(err, "response", None)
+    if isinstance(response, dict):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return status if isinstance(status, int) else None
     return None
+
+
+def _code(err: BaseException) -> str | None:
+    """The error code a store's client gives (botocore's ``Error.Code``), if any."""
+    response = getattr(err, "response", None)
+    if isinstance(response, dict):
+        code = response.get("Error", {}).get("Code")
+        return str(code) if code is not None else None
+    code = getattr(err, "error_code", None)
+    return str(code) if isinstance(code, str) else None
+
+
+def _cause(err: BaseException) -> str:
+    """An exception as one short line: its type and message."""
+    text = " ".join(str(err).split()) or "no details"
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return f"{type(err).__name__}: {text}"
+
+
+def _from_a_dependency(err: BaseException) -> bool:
+    """Whether ``err`` comes from outside Python and tfrecordkit (a filesystem's client:
+    botocore, aiohttp, google-auth, ...) or is an ``OSError``: what a store's failure is."""
+    root = type(err).__module__.split(".", 1)[0]
+    return isinstance(err, OSError) or root not in ("builtins", "tfrecordkit")
+
+
+def _remote_error(err: BaseException, url: str) -> OSError | None:
+    """What a filesystem's exception means, as the built-in error naming ``url``, with
+    the cause in one line: refused or missing credentials (401/403) ``PermissionError``,
+    an unreachable endpoint ``ConnectionError``, a timeout after the filesystem's retries
+    ``TimeoutError``, a missing object or bucket (404) ``FileNotFoundError``, a store too
+    busy to answer (503, SlowDown) ``OSError(EBUSY)``, anything else from the filesystem
+    ``OSError(EIO)``; None for an exception that is not the filesystem's (a ``TypeError``
+    from a bad option, say). Filesystems differ in how they report these (fsspec's HTTP
+    filesystem reports every failure as missing, with the cause attached; s3fs turns some
+    into ``OSError``s), so the whole chain of causes is read, and what it says most
+    precisely wins over "missing"."""
+    if not _from_a_dependency(err):
+        return None
+    if isinstance(err, OSError) and err.filename == url and err.errno:
+        return None  # typed already
+    chain: list[BaseException] = []
+    seen: BaseException | None = err
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    missing = None
+    for e in chain:
+        name, status, code = type(e).__name__, _status(e), _code(e)
+        if name in _CREDENTIALS:
+            return PermissionError(errno.EACCES, f"no usable credentials ({_cause(e)})", url)
+        if isinstance(e, PermissionError) or status in (401, 403) or code in _REFUSED:
+            return PermissionError(errno.EACCES, f"access refused ({_cause(e)})", url)
+        if isinstance(e, TimeoutError) or "Timeout" in name:
+            return TimeoutError(errno.ETIMEDOUT, f"timed out ({_cause(e)})", url)
+        if isinstance(e, ConnectionError) or "Connect" in name or "Disconnected" in name:
+            return ConnectionError(errno.ECONNREFUSED, f"cannot connect ({_cause(e)})", url)
+        busy = getattr(e, "errno", None) == errno.EBUSY
+        if busy or status in (429, 500, 502, 503, 504) or code in _BUSY:
+            return OSError(errno.EBUSY, f"the store is unavailable ({_cause(e)})", url)
+        if missing is None and (
+            isinstance(e, FileNotFoundError) or status == 404 or code in _MISSING
+        ):
+            what = "no such bucket" if code == "NoSuchBucket" else "no such object"
+            missing = FileNotFoundError(errno.ENOENT, what, url)
+    if missing is not None:
+        return missing
+    return OSError(errno.EIO, _cause(err), url)
 
 
 @contextlib.contextmanager
 def remote_errors(url: str) -> Iterator[None]:
-    """Raises a filesystem's refusals, missing objects and timeouts as the built-in
-    errors, naming ``url``."""
+    """Raises what a filesystem raises for ``url`` as the typed built-in errors of
+    :func:`_remote_error`, each naming ``url``."""
     try:
         yield
     except Exception as err:
@@ -252,6 +353,38 @@ class _RemoteFile:
 
     def close(self) -> None:
         self._file.close()
+
+
+class _RemoteText:
+    """A remote text file whose reads fail with the typed errors of
+    :func:`remote_errors`."""
+
+    def __init__(self, file: Any, url: str) -> None:
+        self._file, self._url = file, url
+
+    def __iter__(self) -> _RemoteText:
+        return self
+
+    def __next__(self) -> str:
+        with remote_errors(self._url):
+            return next(self._file)
+
+    def read(self, n: int = -1) -> str:
+        with remote_errors(self._url):
+            return str(self._file.read(n))
+
+    def readline(self) -> str:
+        with remote_errors(self._url):
+            return str(self._file.readline())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> _RemoteText:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,10 +410,16 @@ def opener_for(files: Sequence[str], storage_options: StorageOptions) -> URLOpen
 
 
 def exists(path: str, storage_options: StorageOptions = None) -> bool:
-    """Whether a local path or a URL names an existing file."""
+    """Whether a local path or a URL names an existing file. An object that cannot be
+    looked at (no credentials, an unreachable store) raises, as :func:`remote_errors`
+    says, rather than passing for missing."""
     if is_url(path):
         fs, inner = filesystem(path, storage_options=storage_options)
-        return bool(fs.isfile(inner))
+        try:
+            with remote_errors(path):
+                return fs.info(inner).get("type") == "file"
+        except FileNotFoundError:
+            return False
     return os.path.isfile(path.removeprefix("file://"))
 
 
@@ -330,7 +469,8 @@ def write_file(
             f.write(raw)
         return
     fs, inner = filesystem(path, "writing to", storage_options)
-    _put(path, lambda **mode: fs.pipe_file(inner, raw, **mode), replace)
+    with remote_errors(path):
+        _put(path, lambda **mode: fs.pipe_file(inner, raw, **mode), replace)
 
 
 def open_text(path: str, storage_options: StorageOptions = None) -> IO[str]:
@@ -338,7 +478,8 @@ def open_text(path: str, storage_options: StorageOptions = None) -> IO[str]:
     if not is_url(path):
         return open(path.removeprefix("file://"), newline="", encoding="utf-8")
     fs, inner = filesystem(path, storage_options=storage_options)
-    return fs.open(inner, "rt", newline="", encoding="utf-8")
+    with remote_errors(path):
+        return _RemoteText(fs.open(inner, "rt", newline="", encoding="utf-8"), path)
 
 
 def upload(
@@ -349,7 +490,8 @@ def upload(
     or in-memory filesystem), a check just before the write elsewhere; ``FileExistsError``
     either way."""
     fs, path = filesystem(url, "writing to", storage_options)
-    _put(url, lambda **mode: fs.put_file(local, path, **mode), replace)
+    with remote_errors(url):
+        _put(url, lambda **mode: fs.put_file(local, path, **mode), replace)
 
 
 def _put(url: str, put: Any, replace: bool) -> None:
@@ -377,7 +519,8 @@ def remove(path: str | None, storage_options: StorageOptions = None) -> None:
     with contextlib.suppress(FileNotFoundError):
         if is_url(path):
             fs, inner = filesystem(path, "removing", storage_options)
-            fs.rm_file(inner)
+            with remote_errors(path):
+                fs.rm_file(inner)
         else:
             os.remove(path)
 
