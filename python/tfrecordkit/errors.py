@@ -23,6 +23,7 @@ __all__ = [
     "SchemaError",
     "SidecarError",
     "SidecarSkippedWarning",
+    "SchemaWarning",
     "TFRecordError",
     "TruncatedRecordError",
     "UnsafePathError",
@@ -124,4 +125,10 @@ class DataLossWarning(UserWarning):
 
 class SidecarSkippedWarning(UserWarning):
     """Files beside the data (``.idx`` / ``.gzi`` indexes, manifests, ``schema.json``,
-    ``discarded.csv``...) were handed to a reader, as a shell glob does, and left out."""
+    ``discarded.csv``...) were handed to a reader, as a shell glob does, and left out;
+    directories a glob matches are left out with it."""
+
+
+class SchemaWarning(UserWarning):
+    """An inferred schema leaves features out: they were empty in every Example sampled,
+    so nothing says their type."""

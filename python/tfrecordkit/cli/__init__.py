@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import sys
 import warnings
@@ -21,7 +22,7 @@ from ..datasets.index import count as count_records
 from ..datasets.verify import verify as verify_files
 from ..errors import ExampleDecodeError, TFRecordError
 from ..io.records import read_records
-from ..schema.example import decode_example
+from ..schema.example import decode_sequence_example, foreign
 
 COMPRESSION = click.option(
     "--compression",
@@ -30,6 +31,23 @@ COMPRESSION = click.option(
     show_default=True,
     help="Compression of the input files.",
 )
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with every non-finite float written as the string JSON has no number for:
+    ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def _dumps(x: Any, **kwargs: Any) -> str:
+    """Valid JSON (``jq`` and ``JSON.parse`` read it): non-finite floats as strings."""
+    return json.dumps(_finite(x), allow_nan=False, **kwargs)
 
 
 def _json_value(v: Any) -> Any:
@@ -151,7 +169,13 @@ def _note(message: Warning | str, *_: Any, **__: Any) -> None:
 @click.option(
     "-n", "num", default=5, show_default=True, type=click.IntRange(0), help="Records to show."
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per Example.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON object per Example; NaN and infinite floats are written as the strings "
+    '"NaN", "Infinity" and "-Infinity", bytes that are not UTF-8 as {"base64": ...}.',
+)
 @COMPRESSION
 def head(file: str, num: int, as_json: bool, compression: str) -> None:
     """Show the first Examples of FILE."""
@@ -161,19 +185,35 @@ def head(file: str, num: int, as_json: bool, compression: str) -> None:
             if i >= num:
                 break
             try:
-                example = decode_example(record)
+                example, lists = decode_sequence_example(record)
+                why = None if example or lists else foreign(record)
+                if why is not None:
+                    raise ExampleDecodeError(why)
             except ExampleDecodeError as err:
                 if as_json:
-                    click.echo(json.dumps({"record": i, "error": str(err), "bytes": len(record)}))
+                    click.echo(_dumps({"record": i, "error": str(err), "bytes": len(record)}))
                 else:
                     click.echo(f"record {i}: {len(record)} bytes, not an Example ({err.message})")
                 continue
             if as_json:
-                click.echo(json.dumps({k: _json_value(v) for k, v in example.items()}))
+                out = {k: _json_value(v) for k, v in example.items()}
+                if lists:
+                    out = {
+                        "context": out,
+                        "feature_lists": {
+                            k: [_json_value(step) for step in steps] for k, steps in lists.items()
+                        },
+                    }
+                click.echo(_dumps(out))
             else:
-                click.echo(f"record {i} ({len(record)} bytes)")
+                kind = "SequenceExample, " if lists else ""
+                click.echo(f"record {i} ({kind}{len(record)} bytes)")
                 for key, value in example.items():
                     click.echo(f"  {key}: {_human_value(value)}")
+                for key, steps in lists.items():
+                    shown = ", ".join(_human_value(step, 4) for step in steps[:3])
+                    more = f", ... ({len(steps)} steps)" if len(steps) > 3 else ""
+                    click.echo(f"  {key} (feature list): [{shown}{more}]")
     except (OSError, TFRecordError) as err:
         _fail(err)
 
@@ -199,7 +239,7 @@ def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
         _fail(err)
     total = sum(counts.values())
     if as_json:
-        click.echo(json.dumps({"files": counts, "total": total}))
+        click.echo(_dumps({"files": counts, "total": total}))
         return
     if len(counts) > 1:
         for f, n in counts.items():
@@ -219,7 +259,7 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
         _fail(err)
     for r in reports:
         if as_json:
-            click.echo(json.dumps(r.to_dict()))
+            click.echo(_dumps(r.to_dict()))
             continue
         if r.foreign:
             click.echo(f"{'INVALID':8} {r.path}: {r.damage[0].message}")
@@ -277,7 +317,7 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
             click.echo(guessed.to_json(indent=1))
         else:
             both = {"context": guessed.to_dict(), "feature_lists": lists.to_dict()}
-            click.echo(json.dumps(both, indent=1))
+            click.echo(_dumps(both, indent=1))
         return
     rows = [(key, spec, "") for key, spec in guessed.items()]
     rows += [(key, spec, "(feature list)") for key, spec in (lists or {}).items()]
@@ -303,7 +343,7 @@ def index(paths: tuple[str, ...]) -> None:
     for f in files:
         try:
             target = build_index(f, storage_options=_so())
-        except (OSError, TFRecordError) as err:
+        except (OSError, TFRecordError, ValueError) as err:
             message = _message(err)
             click.echo(f"error: {message if f in message else f'{f}: {message}'}", err=True)
             failed = True
@@ -344,7 +384,7 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     except (OSError, TFRecordError, ValueError) as err:
         _fail(err)
     if as_json:
-        click.echo(json.dumps(report.to_dict() | {"output": output}))
+        click.echo(_dumps(report.to_dict() | {"output": output}))
     else:
         click.echo(f"kept {report.records:,} records in {output}")
         for d in report.damage:
@@ -437,7 +477,7 @@ def convert(
         )
     except (OSError, TFRecordError, ValueError, NotImplementedError) as err:
         _fail(err)
-    click.echo(json.dumps(asdict(summary)) if as_json else str(summary))
+    click.echo(_dumps(asdict(summary)) if as_json else str(summary))
 
 
 @main.command()
@@ -531,7 +571,7 @@ def reshard(
     except (OSError, TFRecordError, ValueError) as err:
         _fail(err)
     if as_json:
-        click.echo(json.dumps(manifest.to_dict()))
+        click.echo(_dumps(manifest.to_dict()))
         return
     click.echo(
         f"wrote {manifest.records:,} records into {len(manifest.shards)} shards "

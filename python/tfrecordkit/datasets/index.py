@@ -8,13 +8,14 @@ length first_record records`` per gzip member, each member holding whole records
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, overload
 
 import numpy as np
 
 from .. import _core
-from ..errors import DataLossError
+from ..errors import DataLossError, TFRecordError
 from ..io.paths import (
     Paths,
     StorageOptions,
@@ -176,7 +177,17 @@ def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions
     Compressed files are indexed when written
     (``RecordWriter(..., "gzip", seekable=True, index=True)``)."""
     path = os.fspath(path)
-    entries = _core.index_records(path, opener_for([path], storage_options))
+    try:
+        entries = _core.index_records(path, opener_for([path], storage_options))
+    except TFRecordError as err:
+        compressed = re.search(r"looks (\w+)-compressed", str(err))
+        if compressed is None:
+            raise
+        raise ValueError(
+            f"{path} looks {compressed.group(1)}-compressed: build_index indexes uncompressed "
+            "files; a compressed file gets its index when written, with "
+            "RecordWriter(path, compression, seekable=True, index=True)"
+        ) from err
     target = path + ".idx"
     write_file(
         target, "".join(f"{offset} {length}\n" for offset, length in entries), storage_options

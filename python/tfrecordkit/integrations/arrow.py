@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import SchemaError
-from ..io.options import ReadOptions
+from ..io.options import ReadOptions, check_count
 from ..io.paths import Paths, StorageOptions
 from ..io.policy import OnError
 from ..io.records import _batches, _located, _open
@@ -102,6 +102,7 @@ def read_arrow(
     """
     import pyarrow as pa
 
+    check_count("batch_size", batch_size)
     o = ReadOptions.given(options, locals())
     if schema is None and sequence_schema is None:
         # Inferred from records read as the batches will be, counted once in the report.

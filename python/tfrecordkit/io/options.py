@@ -8,6 +8,7 @@ False
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -91,3 +92,12 @@ class ReadOptions:
                         f"{name} is given twice, as {value!r} and in options as {given!r}"
                     )
         return options
+
+
+def check_count(name: str, value: Any, low: int = 1, *, also: tuple[int, ...] = ()) -> None:
+    """Raises ``ValueError`` unless ``value`` is an int (not a bool) of at least ``low``,
+    or one of ``also`` (``AUTOTUNE``, say)."""
+    if value in also and not isinstance(value, bool):
+        return
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, not {value!r}")

@@ -121,12 +121,20 @@ def contained(directory: str, name: Any, *, sidecar: str, entry: str) -> str:
 
 
 def _items(paths: Paths) -> list[str]:
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    what = "paths must be a path, a glob pattern or a list of them"
+    if isinstance(paths, (str, os.PathLike)):
+        items = [paths]
+    elif isinstance(paths, (bytes, bytearray)) or not hasattr(paths, "__iter__"):
+        raise TypeError(f"{what}, not {type(paths).__name__}")
+    else:
+        items = list(paths)
     out = []
     for p in items:
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError(f"{what}; one of them is {type(p).__name__}")
         p = os.fspath(p)
         if not isinstance(p, str):
-            raise TypeError(f"paths must be str or os.PathLike, not {type(p).__name__}")
+            raise TypeError(f"{what}; one of them is {type(p).__name__}")
         out.append(p)
     return out
 
@@ -163,11 +171,23 @@ def expand_paths(paths: Paths, *, storage_options: StorageOptions = None) -> lis
             out.extend(_expand_url(p, storage_options))
         elif GLOB_CHARS & set(p) and not os.path.exists(p):
             matches = sorted(m for m in _glob.glob(p) if not is_sidecar(m))
+            directories = [m for m in matches if os.path.isdir(m)]
+            matches = [m for m in matches if m not in directories]
+            if directories:
+                more = f" and {len(directories) - 3} more" if len(directories) > 3 else ""
+                warnings.warn(
+                    f"skipped {len(directories)} director{'y' if len(directories) == 1 else 'ies'}"
+                    f" the pattern {p} matches: {', '.join(directories[:3])}{more}",
+                    SidecarSkippedWarning,
+                    stacklevel=2,
+                )
             if not matches:
                 raise FileNotFoundError(2, "no files match the pattern", p)
             out.extend(matches)
         elif os.path.isdir(p):
-            raise IsADirectoryError(21, "is a directory; pass a file or a glob pattern", p)
+            raise IsADirectoryError(
+                21, "is a directory; pass its files, or a glob pattern such as DIR/*", p
+            )
         elif not os.path.exists(p):
             raise FileNotFoundError(2, "no such file", p)
         else:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from .. import _core
 from ..errors import TFRecordError
 from ..schema.columns import as_table
-from .options import ReadOptions
+from .options import ReadOptions, check_count
 from .paths import (
     PathLike,
     Paths,
@@ -117,6 +117,7 @@ def read_batches(
     Batches run across file boundaries; one is shorter only at the end, or where damage
     was skipped.
     """
+    check_count("batch_size", batch_size)
     o = ReadOptions.given(options, locals())
     reader = _open(paths, o)
     return _batches(lambda: reader.read_batch(batch_size), o, reader)

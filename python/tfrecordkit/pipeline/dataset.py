@@ -21,7 +21,7 @@ from .. import _core
 from .._renamed import renamed
 from ..datasets.index import _known_count
 from ..image import DEFAULT_CROP_RATIO, ImageOptions
-from ..io.options import ReadOptions
+from ..io.options import ReadOptions, check_count
 from ..io.paths import Paths, StorageOptions, expand_paths, opener_for
 from ..io.policy import OnError
 from ..schema.features import Schema, _as_schema
@@ -590,11 +590,7 @@ def _seed(seed: Any) -> int | None:
 def _check_count(
     name: str, value: Any, allow_autotune: bool = False, allow_zero: bool = False
 ) -> None:
-    if allow_autotune and value == AUTOTUNE:
-        return
-    low = 0 if allow_zero else 1
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, not {value!r}")
+    check_count(name, value, 0 if allow_zero else 1, also=(AUTOTUNE,) if allow_autotune else ())
 
 
 def _source(paths: Paths, files_level: bool, o: ReadOptions) -> Source:

@@ -77,6 +77,19 @@ def decode_sequence_example(
     return context, lists
 
 
+def foreign(record: bytes) -> str | None:
+    """Why ``record`` is no ``Example`` / ``SequenceExample`` although it decodes as one
+    (protobuf skips fields it does not know, so another message decodes to no features):
+    ``None`` when it starts as they do (an empty one included)."""
+    if not record or record[0] in (0x0A, 0x12):
+        return None
+    field, wire = record[0] >> 3, record[0] & 7
+    why = f"it starts with field {field} (wire type {wire}), which a tf.train.Example does not have"
+    if record[0] == 0x09:
+        why += "; it looks like a TensorBoard event (a wall_time double comes first)"
+    return why
+
+
 def encode_examples(columns: Any, schema: Mapping[str, Any] | None = None) -> list[bytes]:
     """Encodes a table (a dict of columns, a pandas DataFrame or an Arrow table) as one
     Example per row.

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from ..errors import SchemaError
+from ..errors import SchemaError, SchemaWarning
 from .features import FixedLen, Schema, Spec, VarLen
 
 __all__ = ["SchemaGuess"]
@@ -43,6 +44,18 @@ class SchemaGuess:
             self._present[key] = self._present.get(key, 0) + 1
 
     def schema(self) -> Schema:
+        """The guessed schema. Features empty in every Example (no value, so no type)
+        are left out, with a :class:`~tfrecordkit.SchemaWarning` naming them."""
+        unknown = [key for key in self._counts if key not in self._kinds]
+        if unknown:
+            shown = ", ".join(repr(k) for k in unknown[:5])
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            warnings.warn(
+                f"left out of the schema: {shown}{more}, empty in all {self.examples} "
+                "Examples read, so of no known type; give them in a schema to read them",
+                SchemaWarning,
+                stacklevel=3,
+            )
         specs: dict[str, Spec] = {}
         for key, kind in self._kinds.items():
             sizes = self._counts[key]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from ..io.options import ReadOptions
+from ..errors import ExampleDecodeError
+from ..io.options import ReadOptions, check_count
 from ..io.paths import Paths, StorageOptions
 from ..io.policy import OnError
-from ..io.records import _batches, _located, _open, read_records
+from ..io.records import _batches, _located, _open
 from ..io.reports import ReadReport
-from .example import decode_sequence_example
+from .example import decode_sequence_example, foreign
 from .features import Schema, _as_schema
 from .guess import SchemaGuess
 from .sequence import SequenceGuess
@@ -40,7 +42,16 @@ def read_examples(
     >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
     ...     train_step(batch["label"])
     """
+    check_count("batch_size", batch_size)
     o = ReadOptions.given(options, locals())
+    lists = getattr(schema, "sequence", None)
+    if lists:
+        raise ValueError(
+            f"the schema has feature lists ({', '.join(sorted(lists))}): the records are "
+            "SequenceExamples, and read_examples reads their context only; read them whole "
+            "with read_arrow(paths, schema, sequence_schema=schema.sequence), "
+            "Dataset.parse(schema, schema.sequence) or parse_sequence_example"
+        )
     schema = _as_schema(schema)
     compiled = schema.compiled()
     reader = _open(paths, o)
@@ -50,21 +61,46 @@ def read_examples(
 
 def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema:
     """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
-    :class:`SchemaGuess`); ``read_kwargs`` go to :func:`read_records`. For
+    :class:`SchemaGuess`); ``read_kwargs`` are the read options of :func:`read_records`.
+    A record that is not an Example raises ``ExampleDecodeError`` naming its file and
+    index. For
     ``SequenceExample``s the schema is the context's, and its ``sequence`` attribute the
     feature lists' (``FixedLenSequence`` where every step has one size, else ``VarLen``).
 
     >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
     Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
     """
+    options = read_kwargs.pop("options", None)
+    unknown = set(read_kwargs) - {f.name for f in dataclasses.fields(ReadOptions)}
+    if unknown:
+        raise TypeError(f"infer_schema() got unexpected keyword arguments {sorted(unknown)}")
+    o = ReadOptions.of(options, **read_kwargs)
+    reader = _open(paths, o)
     guess = SchemaGuess()
     steps = SequenceGuess()
-    for record in read_records(paths, **read_kwargs):
+    for batch in _batches(lambda: reader.read_batch(min(sample, 512)), o, reader):
+        for i, record in enumerate(batch):
+            if guess.examples >= sample:
+                break
+            try:
+                context, lists = decode_sequence_example(record)
+            except ExampleDecodeError as err:
+                path, index = reader.origin_in_batch(i) or (None, None)
+                raise ExampleDecodeError(
+                    f"not a tf.train.Example or SequenceExample ({err})",
+                    path=path,
+                    record_index=index,
+                ) from None
+            why = None if context or lists else foreign(record)
+            if why is not None:
+                path, index = reader.origin_in_batch(i) or (None, None)
+                raise ExampleDecodeError(
+                    f"not a tf.train.Example: {why}", path=path, record_index=index
+                )
+            guess.add(context)
+            steps.add(lists)
         if guess.examples >= sample:
             break
-        context, lists = decode_sequence_example(record)
-        guess.add(context)
-        steps.add(lists)
     schema = guess.schema()
     if steps.seen:
         schema.sequence = steps.schema()

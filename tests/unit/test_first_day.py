@@ -1,0 +1,139 @@
+"""What a new user meets in the first day, each through the API and, where it is about the
+command line, the installed ``tfrecordkit`` command in a subprocess: files that are not
+Examples named as such, SequenceExamples shown whole, valid JSON, typed errors for bad
+arguments, and globs that match directories."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tfrecordkit as tfr
+
+
+def tfrecordkit(*args: str) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).with_name("tfrecordkit")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "tfrecordkit.cli"]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _event() -> bytes:
+    """A TensorBoard event record: wall_time (double), step, file_version."""
+    return b"\x09" + struct.pack("<d", 1.5) + b"\x10\x00" + b"\x1a\x0dbrain.Event:2"
+
+
+def test_tensorboard_event_files_are_named_as_not_examples(tmp_path):
+    path = tmp_path / "events.out.tfevents.1.host"
+    with tfr.RecordWriter(path) as w:
+        w.write(_event())
+    with pytest.raises(tfr.ExampleDecodeError, match="TensorBoard event") as info:
+        tfr.infer_schema(path)
+    assert info.value.path == str(path) and info.value.record_index == 0
+    head = tfrecordkit("head", str(path))
+    assert head.returncode == 0
+    assert "record 0: 26 bytes, not an Example" in head.stdout and "TensorBoard" in head.stdout
+    schema = tfrecordkit("schema", str(path))
+    assert schema.returncode == 1 and "TensorBoard event" in schema.stderr
+    assert schema.stderr.count("\n") == 1
+
+
+def test_records_that_are_not_examples_are_located(tmp_path):
+    path = tmp_path / "raw.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"a": 1}))
+        w.write(b"\x0c\x0b\x0a not an example")
+    for read in (tfr.infer_schema, tfr.read_table):
+        with pytest.raises(tfr.ExampleDecodeError, match=r"not a tf\.train\.Example") as info:
+            read(path)
+        assert (info.value.path, info.value.record_index) == (str(path), 1)
+
+
+def test_sequence_examples_are_shown_and_never_cut_to_their_context(tmp_path):
+    path = tmp_path / "seq.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_sequence_example({"id": 3}, {"tok": [[1, 2], [3], [4], [5]]}))
+    head = tfrecordkit("head", str(path))
+    assert "tok (feature list): [int64 [1, 2], int64 [3], int64 [4], ... (4 steps)]" in (
+        head.stdout
+    )
+    as_json = json.loads(tfrecordkit("head", "--json", str(path)).stdout)
+    assert as_json == {"context": {"id": [3]}, "feature_lists": {"tok": [[1, 2], [3], [4], [5]]}}
+    schema = tfr.infer_schema(path)
+    with pytest.raises(ValueError, match=r"SequenceExamples.*sequence_schema"):
+        tfr.read_examples(path, schema)
+    table = tfr.read_table(path)  # the feature lists come along
+    assert table.column("tok").to_pylist() == [[[1, 2], [3], [4], [5]]]
+
+
+def test_head_json_is_valid_json_with_non_finite_floats(tmp_path):
+    path = tmp_path / "nan.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"x": [float("nan"), float("inf"), -float("inf"), 1.5]}))
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    out = tfrecordkit("head", "--json", str(path))
+    assert json.loads(out.stdout, parse_constant=refuse) == {
+        "x": ["NaN", "Infinity", "-Infinity", 1.5]
+    }
+    assert '"NaN"' in tfrecordkit("head", "--help").stdout
+
+
+def test_bad_arguments_are_typed_errors_naming_them(tmp_path):
+    path = tmp_path / "one.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"a": 1}))
+    for bad in (None, 5, [5], b"x"):
+        with pytest.raises(TypeError, match="paths must be a path, a glob pattern"):
+            tfr.count(bad)
+    for read in (
+        lambda: tfr.read_examples(path, {"a": tfr.FixedLen([], "int64")}, 0),
+        lambda: tfr.read_batches(path, 0),
+        lambda: tfr.read_arrow(path, batch_size=0),
+    ):
+        with pytest.raises(ValueError, match="batch_size must be an int >= 1, not 0"):
+            read()
+
+
+def test_empty_features_left_out_of_an_inferred_schema_are_named(tmp_path):
+    path = tmp_path / "empty.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        for i in range(3):
+            w.write(tfr.encode_example({"a": i, "never": []}))
+    with pytest.warns(tfr.SchemaWarning, match="'never', empty in all 3 Examples"):
+        schema = tfr.infer_schema(path)
+    assert list(schema) == ["a"]
+
+
+def test_a_glob_skips_directories_with_a_note(tmp_path):
+    (tmp_path / "sub").mkdir()
+    with tfr.RecordWriter(tmp_path / "a.tfrecord") as w:
+        w.write(tfr.encode_example({"a": np.int64(1)}))
+    pattern = str(tmp_path / "*")
+    with pytest.warns(tfr.SidecarSkippedWarning, match="skipped 1 directory"):
+        assert tfr.count(pattern) == 1
+    done = tfrecordkit("verify", pattern)
+    assert done.returncode == 0 and "DAMAGED" not in done.stdout
+    assert done.stderr.startswith("note: skipped 1 directory")
+    named = tfrecordkit("count", str(tmp_path))
+    assert named.returncode == 1
+    assert "is a directory; pass its files, or a glob pattern such as DIR/*" in named.stderr
+
+
+def test_index_on_a_compressed_file_says_what_to_do(tmp_path):
+    path = tmp_path / "x.tfrecord.gz"
+    with tfr.RecordWriter(path, "gzip") as w:
+        w.write(tfr.encode_example({"a": 1}))
+    with pytest.raises(ValueError, match="GZIP-compressed: build_index indexes uncompressed"):
+        tfr.build_index(path)
+    done = tfrecordkit("index", str(path))
+    assert done.returncode == 1 and "seekable=True, index=True" in done.stderr
+    assert 'compression="gzip"' not in done.stderr
