@@ -40,6 +40,7 @@ __all__ = [
     "masked_crc32c",
     "rows",
     "cardinality",
+    "foreign_format",
     "stop_threads",
     "member_records",
     "mix_seed",
@@ -106,6 +107,7 @@ def commit_shard(
 def mix_seed(a: int, b: int) -> int: ...
 def rows(columns: dict[Any, Any], n: int) -> list[dict[Any, Any]]: ...
 def stop_threads() -> None: ...
+def foreign_format(head: bytes) -> str | None: ...
 def cardinality(
     files: int,
     file_ops: Sequence[Any],

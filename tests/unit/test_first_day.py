@@ -137,3 +137,65 @@ def test_index_on_a_compressed_file_says_what_to_do(tmp_path):
     done = tfrecordkit("index", str(path))
     assert done.returncode == 1 and "seekable=True, index=True" in done.stderr
     assert 'compression="gzip"' not in done.stderr
+
+
+def test_convert_names_a_source_that_is_not_a_table_and_look_alike_labels(tmp_path):
+    from PIL import Image
+
+    picture = tmp_path / "pic.png"
+    Image.new("RGB", (4, 4), (1, 2, 3)).save(picture)
+    done = tfrecordkit("convert", str(picture), str(tmp_path / "out"))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "is not a CSV or Parquet table" in done.stderr
+    assert "it starts with a PNG signature" in done.stderr
+    table = tmp_path / "table.csv"
+    rows = [f"TRAIN,{picture},{label}" for label in ("Apple", "Apple ", "pear", "Pear")]
+    table.write_text("split,image_uri,label\n" + "\n".join(rows) + "\n")
+    with pytest.warns(UserWarning, match="differ only in whitespace or case") as seen:
+        summary = tfr.convert(str(table), str(tmp_path / "converted"), progress=False)
+    message = str(seen[0].message)
+    assert "'Apple' and 'Apple '" in message and "'Pear' and 'pear'" in message
+    assert summary.labels == ["Apple", "Apple ", "Pear", "pear"]
+
+
+def test_convert_and_reshard_show_progress_on_a_terminal(tmp_path):
+    import fcntl
+    import os
+    import pty
+    import termios
+
+    from PIL import Image
+
+    picture = tmp_path / "pic.png"
+    Image.new("RGB", (4, 4), (1, 2, 3)).save(picture)
+    table = tmp_path / "table.csv"
+    table.write_text("split,image_uri,label\n" + f"TRAIN,{picture},cat\n" * 3)
+    records = tmp_path / "in.tfrecord"
+    with tfr.RecordWriter(records) as w:
+        w.write_many(tfr.encode_example({"a": i}) for i in range(5))
+
+    def on_a_terminal(*args: str) -> str:
+        leader, follower = pty.openpty()
+        # A terminal of 24 rows by 100 columns (a new pty has none, and tqdm draws in none).
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+        script = Path(sys.executable).with_name("tfrecordkit")
+        done = subprocess.run(
+            [str(script), *args], stdin=follower, stdout=follower, stderr=follower, timeout=120
+        )
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(leader)
+        assert done.returncode == 0, out
+        return out.decode(errors="replace")
+
+    assert "converting" in on_a_terminal("convert", str(table), str(tmp_path / "out"))
+    shown = on_a_terminal("reshard", str(records), "-o", str(tmp_path / "re" / "x"), "-n", "1")
+    assert "records" in shown and " rows" not in shown

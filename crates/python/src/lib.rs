@@ -120,6 +120,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(elements::rows, m)?)?;
     m.add_function(wrap_pyfunction!(threads::stop_threads, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::cardinality, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline::foreign_format, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_class::<image::ImageSpec>()?;

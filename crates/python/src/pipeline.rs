@@ -582,6 +582,13 @@ pub fn cardinality(
     })
 }
 
+/// What the first bytes of a file look like when they are another format's ("a PNG
+/// signature", "text: ..."), or `None`.
+#[pyfunction]
+pub fn foreign_format(head: &[u8]) -> Option<String> {
+    tfrecordkit_core::foreign_format(head)
+}
+
 /// Mixes two 64-bit values into a well-spread seed, as the pipeline seeds its shuffles
 /// and image augmentation.
 #[pyfunction]

@@ -356,11 +356,11 @@ def index(paths: tuple[str, ...]) -> None:
 @main.command()
 @click.argument("src")
 @click.option("-o", "--output", required=True, help="Where to write the repaired file.")
-@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--overwrite", is_flag=True, help="Replace the -o file if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @COMPRESSION
 def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: str) -> None:
-    """Salvage every intact record of SRC into a new, valid file OUTPUT.
+    """Salvage every intact record of SRC into a new, valid file (-o/--output).
 
     Skips damaged records, resynchronizes past damaged headers, drops a torn tail, and
     reports what was lost. Exits 0 when SRC was intact, 1 when something was lost.
@@ -471,7 +471,8 @@ def convert(
             image_size=image_size,
             image_format=image_format,
             overwrite=overwrite,
-            progress=False,
+            # A bar on stderr when it is a terminal (tqdm stays silent otherwise).
+            progress=not as_json,
             tfds=tfds,
             storage_options=_so(),
         )
@@ -482,7 +483,12 @@ def convert(
 
 @main.command()
 @click.argument("output_dir")
-@click.option("--split", default="train", show_default=True)
+@click.option(
+    "--split",
+    default="train",
+    show_default=True,
+    help="The split to draw (train, validation, test, or any split directory).",
+)
 @click.option(
     "-n", "num", default=16, show_default=True, type=click.IntRange(1), help="How many images."
 )
@@ -529,6 +535,7 @@ class _Sized:
     type=click.Choice(["none", "gzip", "zlib"]),
     default="none",
     show_default=True,
+    help="Compression of the new shards.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace a dataset already at the prefix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")

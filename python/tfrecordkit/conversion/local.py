@@ -31,6 +31,7 @@ from .rows import (
     features_of,
     is_integer_label,
     load_image,
+    warn_look_alike_labels,
     write_discarded,
     write_side_files,
 )
@@ -81,6 +82,8 @@ def convert_locally(job: Job) -> ConversionSummary:
             integer_labels = integer_labels and is_integer_label(row[label_col])
         per_label[split][label] += 1
     vocab = None if label_col is None or integer_labels else sorted(per_label["TRAIN"])
+    if vocab is not None:
+        warn_look_alike_labels(vocab)
     label_ids = None if vocab is None else {v: k for k, v in enumerate(vocab)}
 
     def candidates(split: str) -> int:

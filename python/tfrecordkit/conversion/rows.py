@@ -15,7 +15,16 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..io.paths import StorageOptions, filesystem, is_url, join, open_text, read_bytes, write_file
+from ..io.paths import (
+    StorageOptions,
+    filesystem,
+    is_url,
+    join,
+    open_text,
+    read_bytes,
+    read_ranges,
+    write_file,
+)
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
 ROLES = ("split", "image_uri", "label", "integer", "float", "string")
@@ -122,9 +131,22 @@ def read_table(
         with open_text(path, options) as f:
             yield from csv.DictReader(f)
 
-    with open_text(path, options) as f:
-        columns = list(csv.DictReader(f).fieldnames or [])
+    try:
+        with open_text(path, options) as f:
+            columns = list(csv.DictReader(f).fieldnames or [])
+    except UnicodeDecodeError as err:
+        head = read_ranges(path, [0], [64], options)[0] if is_url(path) else _head(path)
+        looks = _core.foreign_format(head)
+        what = f"it starts with {looks}" if looks and not looks.startswith("text") else str(err)
+        raise ValueError(
+            f"{path} is not a CSV or Parquet table of split, image_uri, label rows: {what}"
+        ) from None
     return columns, csv_rows
+
+
+def _head(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(64)
 
 
 def tree_rows(root: str) -> Iterator[dict[str, Any]]:
@@ -220,6 +242,25 @@ def is_integer_label(v: Any) -> bool:
 def label_kind(values: Iterable[Any]) -> str:
     """ "int" when every present label is an integer (or its text), else "string"."""
     return "int" if all(is_integer_label(v) for v in values) else "string"
+
+
+def warn_look_alike_labels(vocab: Iterable[str]) -> None:
+    """Labels are kept exactly as the table has them, as TFRecorder kept them, so "Apple"
+    and "Apple " are two classes: warns about labels that differ only in surrounding
+    whitespace or in case."""
+    groups: dict[str, list[str]] = {}
+    for label in vocab:
+        groups.setdefault(label.strip().casefold(), []).append(label)
+    alike = [sorted(g) for g in groups.values() if len(g) > 1]
+    if alike:
+        shown = "; ".join(" and ".join(repr(v) for v in g) for g in alike[:3])
+        more = f" (and {len(alike) - 3} more)" if len(alike) > 3 else ""
+        warnings.warn(
+            f"labels that differ only in whitespace or case are distinct classes: "
+            f"{shown}{more}; clean the table if each is one class",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def check_row(row: dict[str, Any], by_role: dict[str, str]) -> tuple[str, str | None]:

@@ -68,18 +68,27 @@ def parse_size(size: int | str) -> int:
 
 
 class Progress:
-    """A tqdm bar on stderr when asked for and on a terminal, else nothing."""
+    """A tqdm bar on stderr when asked for and on a terminal, else nothing. It appears
+    with the first update, once :meth:`counts` may have named what it counts."""
 
     def __init__(self, enabled: bool, total: int | None, desc: str, unit: str = "rows") -> None:
-        self.bar = None
-        if enabled:
+        self.enabled, self.total, self.desc, self.unit = enabled, total, desc, unit
+        self.bar: Any = None
+
+    def counts(self, unit: str) -> None:
+        """Names what the bar counts, once that is known."""
+        self.unit = unit
+
+    def update(self, n: int) -> None:
+        if self.bar is None and self.enabled:
+            self.enabled = False
             try:
                 from tqdm.auto import tqdm
             except ImportError:  # pragma: no cover - tqdm is a dependency
                 return
-            self.bar = tqdm(total=total, desc=desc, unit=f" {unit}", disable=None, leave=False)
-
-    def update(self, n: int) -> None:
+            self.bar = tqdm(
+                total=self.total, desc=self.desc, unit=f" {self.unit}", disable=None, leave=False
+            )
         if self.bar is not None:
             self.bar.update(n)
 
@@ -487,6 +496,8 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
                 yield item
                 continue
             if isinstance(item, (bytes, bytearray, memoryview)):
+                if not kinds:
+                    bar.counts("records")
                 kinds.add("bytes")
                 record = bytes(item)
             elif isinstance(item, Mapping):
