@@ -5,6 +5,8 @@ describes, ``tfds.builder_from_directory`` loads value for value; what TFDS prep
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -336,3 +338,40 @@ def test_the_convert_command_writes_tfds_metadata(tmp_path: Path) -> None:
     builder = tfds.builder_from_directory(str(out))
     assert builder.info.splits["train"].num_examples == 4
     assert builder.info.features["label"].names == ["a", "b"]
+
+
+def test_a_grayscale_tfds_dataset_loads_with_its_length_and_channels(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    rows = [
+        {"image": rng.integers(0, 256, (28, 28, 1), dtype=np.uint8), "label": i % 10}
+        for i in range(12)
+    ]
+    features = tfds.features.FeaturesDict(
+        {
+            "image": tfds.features.Image(shape=(28, 28, 1)),
+            "label": tfds.features.ClassLabel(num_classes=10),
+        }
+    )
+    builder = _prepare(tmp_path, "mnistlike", features, {"train": rows, "test": rows[:5]})
+    directory = builder.data_dir
+    ds = tfr.load(directory, "test")
+    assert len(ds) == builder.info.splits["test"].num_examples == 5
+    theirs = [ex["image"] for ex in tfds.as_numpy(builder.as_dataset(split="test"))]
+    ours = [ex["image"] for ex in ds.decode_image("image", dtype="uint8")]
+    assert ours[0].shape == theirs[0].shape == (28, 28, 1)
+    assert sorted(o.tobytes() for o in ours) == sorted(t.tobytes() for t in theirs)
+    # Asked for, three channels still come.
+    assert next(iter(ds.decode_image("image", 3)))["image"].shape == (28, 28, 3)
+    # The command line draws a TFDS split's images as it draws a convert output's.
+    script = Path(sys.executable).with_name("tfrecordkit")
+    sheet = tmp_path / "sheet.png"
+    done = subprocess.run(
+        [str(script), "inspect", str(directory), "--split", "test", "--out", str(sheet)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with PILImage.open(sheet) as img:
+        assert img.width > 0 and img.height > 0

@@ -199,3 +199,18 @@ def test_convert_and_reshard_show_progress_on_a_terminal(tmp_path):
     assert "converting" in on_a_terminal("convert", str(table), str(tmp_path / "out"))
     shown = on_a_terminal("reshard", str(records), "-o", str(tmp_path / "re" / "x"), "-n", "1")
     assert "records" in shown and " rows" not in shown
+
+
+def test_load_reads_a_write_dataset_output_through_its_manifest(tmp_path):
+    columns = {"a": np.arange(10), "b": np.arange(10.0, dtype=np.float32)}
+    tfr.write_dataset(columns, str(tmp_path / "data" / "train"), num_shards=2, progress=False)
+    for args in (
+        (tmp_path / "data" / "train",),
+        (tmp_path / "data",),
+        (tmp_path / "data", "train"),
+    ):
+        ds = tfr.load(*args)
+        assert len(ds) == 10
+        assert sorted(int(e["a"]) for e in ds) == list(range(10))
+    with pytest.raises(FileNotFoundError, match="no dataset here"):
+        tfr.load(tmp_path / "nothing")

@@ -10,6 +10,7 @@ import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -220,23 +221,35 @@ def contact_sheet(
     from PIL import Image, ImageDraw
 
     output_dir = os.fspath(output_dir)
-    pattern = join(output_dir, f"{split.lower()}-*")
+    pattern: Any = join(output_dir, f"{split.lower()}-*")
+    image_key, label_key, names = "image", None, None
+    if exists(join(os.path.expanduser(output_dir), tfds.INFO_FILE), storage_options):
+        # A TFDS directory: its split's shards, first Image and first ClassLabel.
+        info = tfds.info(output_dir, storage_options=storage_options)
+        pattern = info.files(split)
+        kinds = info.features
+        image_key = next((k for k, kind in kinds.items() if kind == "Image"), image_key)
+        label_key = next((k for k, kind in kinds.items() if kind == "ClassLabel"), None)
+        names = info.labels.get(label_key or "")
+    where = pattern if isinstance(pattern, str) else f"split {split!r} of {output_dir}"
     tiles: list[tuple[Image.Image, str]] = []
     broken = 0
     for record in read_records(pattern, storage_options=storage_options):
         if len(tiles) >= n:
             break
         ex = decode_example(record)
-        if "image" not in ex:
+        if image_key not in ex:
             raise ValueError(
-                f"the Examples in {pattern} have no 'image' feature; a contact sheet is "
-                "drawn from the images of a convert output"
+                f"the Examples in {where} have no {image_key!r} feature; a contact sheet is "
+                "drawn from the images of a convert output or a TFDS dataset"
             )
-        text = ex.get("label_text") or ex.get("label")
+        text = ex.get(label_key) if label_key else ex.get("label_text") or ex.get("label")
         label = "" if text is None or len(text) == 0 else text[0]
+        if names and isinstance(label, (int, np.integer)) and 0 <= label < len(names):
+            label = names[label]
         label = label.decode("utf-8", "replace") if isinstance(label, bytes) else str(label)
         try:
-            with Image.open(io.BytesIO(ex["image"][0])) as img:
+            with Image.open(io.BytesIO(ex[image_key][0])) as img:
                 tile = img.convert("RGB")
                 tile.thumbnail((thumb, thumb))
         except (IndexError, OSError, ValueError):
@@ -244,9 +257,9 @@ def contact_sheet(
             tile = Image.new("RGB", (thumb, thumb), (128, 128, 128))
         tiles.append((tile, label))
     if not tiles:
-        raise ValueError(f"no Examples in {pattern}")
+        raise ValueError(f"no Examples in {where}")
     if broken == len(tiles):
-        raise ValueError(f"none of the first {broken} images in {pattern} decode")
+        raise ValueError(f"none of the first {broken} images in {where} decode")
     if broken:
         warnings.warn(
             f"{broken} of {len(tiles)} images did not decode (drawn as grey tiles)", stacklevel=2
@@ -282,7 +295,10 @@ def load(
     :class:`tfrecordkit.Dataset` of parsed Examples, with the schema saved beside it; add
     ``shuffle``, ``batch`` and the rest. A directory prepared by TensorFlow Datasets (its
     ``dataset_info.json`` and ``features.json``, no ``schema.json``) is read the same way,
-    its schema from its features (see :func:`tfrecordkit.tfds.info`).
+    its schema from its features (see :func:`tfrecordkit.tfds.info`), and so is a
+    :func:`write_dataset` output, through its manifest: its prefix (``out/train``, read
+    whole), or a directory holding the ``split`` dataset. A manifest without a schema (of
+    records written as they were) has it inferred from the first file.
 
     >>> ds = tfr.load("out", "train").shuffle(1000, seed=0).batch(32)  # doctest: +SKIP
     >>> ds = tfr.load("s3://bucket/out", "validation")  # doctest: +SKIP
@@ -291,16 +307,14 @@ def load(
     options = storage_options
     output_dir = os.fspath(output_dir)
     schema_file = join(output_dir, "schema.json")
+    read = (shuffle_files, seed, cycle_length, on_error, options)
+    written = _manifest(output_dir, options)
+    if written is not None:  # a write_dataset prefix, read whole
+        return _loaded(written.files, written.schema, *read)
     try:
         schema = Schema.from_json(read_bytes(schema_file, options).decode("utf-8"))
     except FileNotFoundError:
-        if not exists(join(os.path.expanduser(output_dir), tfds.INFO_FILE), options):
-            raise FileNotFoundError(
-                2, "no schema.json (a convert() output) nor dataset_info.json (TFDS)", schema_file
-            ) from None
-        info = tfds.info(output_dir, storage_options=options)
-        files: Any = info.files(split)
-        schema = info.schema
+        pass
     else:
         name = split.lower()
         if name.upper() not in SPLITS:
@@ -310,6 +324,47 @@ def load(
             files = Manifest.load(prefix, storage_options=options).files
         except FileNotFoundError:
             files = f"{prefix}-*-of-*.tfrecord*"
+        return _loaded(files, schema, *read)
+    if exists(join(os.path.expanduser(output_dir), tfds.INFO_FILE), options):
+        info = tfds.info(output_dir, storage_options=options)
+        ds = _loaded(info.files(split), info.schema, *read)
+        # The shard lengths and image channels the metadata gives: len() and decode_image
+        # agree with TFDS without reading a shard.
+        counts = info.counts(split)
+        source = replace(
+            ds._source,
+            counts=lambda: tuple(counts.get(f) for f in ds._source.files),
+            image_channels=info.image_channels,
+        )
+        return Dataset(source, ds._ops)
+    written = _manifest(join(output_dir, split), options)
+    if written is not None:  # a directory of write_dataset outputs, one per split
+        return _loaded(written.files, written.schema, *read)
+    raise FileNotFoundError(
+        2,
+        "no dataset here: no manifest (a write_dataset() output), schema.json "
+        "(a convert() output) nor dataset_info.json (TFDS)",
+        output_dir,
+    )
+
+
+def _manifest(prefix: str, options: StorageOptions) -> Manifest | None:
+    """The manifest of the :func:`write_dataset` output at ``prefix``, if there is one."""
+    try:
+        return Manifest.load(prefix, storage_options=options)
+    except FileNotFoundError:
+        return None
+
+
+def _loaded(
+    files: Any,
+    schema: Schema | None,
+    shuffle_files: bool,
+    seed: int | None,
+    cycle_length: int,
+    on_error: Any,
+    options: StorageOptions,
+) -> Any:
     return (
         Dataset.list_files(
             files, shuffle=shuffle_files, seed=seed, on_error=on_error, storage_options=options

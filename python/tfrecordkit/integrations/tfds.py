@@ -471,6 +471,8 @@ class Info:
     shard_lengths: dict[str, list[int]]
     #: Class names of the ``ClassLabel`` features that have them.
     labels: dict[str, list[str]] = field(default_factory=dict)
+    #: The channels of the ``Image`` features whose shape gives them (1 for MNIST).
+    image_channels: dict[str, int] = field(default_factory=dict)
     supervised_keys: tuple[Any, ...] | None = None
     templates: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -478,6 +480,10 @@ class Info:
     def splits(self) -> dict[str, int]:
         """Examples per split."""
         return {k: sum(v) for k, v in self.shard_lengths.items()}
+
+    def counts(self, split: str) -> dict[str, int]:
+        """The record count of each shard file of ``split``, by path."""
+        return dict(zip(self.files(split), self.shard_lengths[split], strict=True))
 
     def files(self, split: str) -> list[str]:
         """The shard files of ``split``, in order."""
@@ -526,7 +532,8 @@ def info(directory: str | os.PathLike[str], *, storage_options: StorageOptions =
             features = _load_json(where, options, "no features.json")
         specs: dict[str, Spec] = {}
         kinds: dict[str, str] = {}
-        read_feature(features, "", (), specs, kinds)
+        channels: dict[str, int] = {}
+        read_feature(features, "", (), specs, kinds, channels)
         parsed = Schema(specs)
         where = info_path
         splits = meta.get("splits", [])
@@ -550,7 +557,9 @@ def info(directory: str | os.PathLike[str], *, storage_options: StorageOptions =
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as err:
         why = str(err) if type(err) is ValueError else f"malformed ({type(err).__name__})"
         raise SidecarError(why, path=where) from None
-    found = Info(directory, name, version, parsed, kinds, lengths, {}, supervised, templates)
+    found = Info(
+        directory, name, version, parsed, kinds, lengths, {}, channels, supervised, templates
+    )
     # Every file the metadata names is checked before any is opened.
     for split in lengths:
         found.files(split)

@@ -36,19 +36,20 @@ def read_feature(
     outer: tuple[int | None, ...],
     specs: dict[str, Spec],
     kinds: dict[str, str],
+    channels: dict[str, int] | None = None,
 ) -> None:
     """Adds the specs of one TFDS feature inside ``len(outer)`` sequences of ``outer``
-    lengths (None where they vary)."""
+    lengths (None where they vary), and the channels of an ``Image`` to ``channels``."""
     cls = str(feature.get("pythonClassName", "")).rsplit(".", 1)[-1] or "feature"
     name = key or "the features"
     if "featuresDict" in feature:
         for child, sub in sorted(feature["featuresDict"].get("features", {}).items()):
-            read_feature(sub, f"{key}/{child}" if key else child, outer, specs, kinds)
+            read_feature(sub, f"{key}/{child}" if key else child, outer, specs, kinds, channels)
         return
     if "sequence" in feature:
         length = int(feature["sequence"].get("length", -1))
         inner = feature["sequence"]["feature"]
-        read_feature(inner, key, (*outer, None if length < 0 else length), specs, kinds)
+        read_feature(inner, key, (*outer, None if length < 0 else length), specs, kinds, channels)
         return
     default: Any = None
     shape: tuple[int | None, ...] = ()
@@ -72,6 +73,9 @@ def read_feature(
         wire = "bytes"
     elif "image" in feature:
         wire = "bytes"
+        dims = (feature["image"].get("shape") or {}).get("dimensions", [])
+        if channels is not None and len(dims) == 3 and int(dims[2]) > 0:
+            channels[key] = int(dims[2])
     else:
         raise ValueError(
             f"feature {name!r}: {cls} has no plain Example form tfrecordkit maps "

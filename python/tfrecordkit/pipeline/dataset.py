@@ -192,7 +192,7 @@ class Dataset:
     def decode_image(
         self,
         key: str,
-        channels: int = 3,
+        channels: int | None = None,
         size: int | Sequence[int] | None = None,
         dtype: Any = "float32",
         resize: str = "bilinear",
@@ -204,7 +204,9 @@ class Dataset:
     ) -> Dataset:
         """Decodes the JPEG, PNG or WebP bytes of feature ``key`` into pixels, on the
         pipeline's native threads: ``[height, width, channels]`` per element (a leading
-        batch axis when batched), ``float32`` in ``[0, 1]`` or ``uint8``.
+        batch axis when batched), ``float32`` in ``[0, 1]`` or ``uint8``. ``channels``
+        is 3 unless given, or unless the dataset's metadata says otherwise (a TFDS
+        ``Image`` of shape ``(28, 28, 1)`` read by :func:`tfrecordkit.load` gives 1).
 
         ``size`` resizes as ``tf.image.resize`` (bilinear by default); ``random_crop``
         and ``random_flip`` add the ImageNet training augmentation, drawn per record
@@ -218,6 +220,8 @@ class Dataset:
         ...       .decode_image("image", size=224)
         ...       .batch(128, drop_remainder=True).prefetch(tfr.AUTOTUNE))
         """
+        if channels is None:
+            channels = (self._source.image_channels or {}).get(key, 3)
         options = ImageOptions.make(
             channels,
             size,

@@ -11,7 +11,7 @@ dataclasses below. The engine reads a :class:`NativePlan` directly.
 from __future__ import annotations
 
 import atexit
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -116,6 +116,9 @@ class Source:
     opener: URLOpener | None = None
     # The record count of each file (None where unknown), known without reading it.
     counts: Callable[[], Sequence[int | None]] | None = field(default=None, compare=False)
+    # The channels the dataset's metadata gives its image features (a TFDS Image's shape):
+    # what decode_image makes without being told.
+    image_channels: Mapping[str, int] | None = field(default=None, compare=False)
 
 
 @dataclass
