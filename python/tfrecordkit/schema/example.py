@@ -27,8 +27,10 @@ def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
 
     Values are coerced as TensorFlow documents: bool and integers → ``int64_list``;
     floats → ``float_list`` (float32); bytes and str (UTF-8) → ``bytes_list``. A value may
-    be a scalar, a list, or an ndarray (flattened row-major). An empty list stores a
-    feature with no list set, which parsing treats as missing.
+    be a scalar, a list, or an ndarray (flattened row-major). An empty ndarray stores an
+    empty list of its dtype's kind; an empty Python list, which says no kind, stores a
+    feature with no list set: the one form TensorFlow parses as empty for every dtype (an
+    empty list of another kind fails its parser), which parsing treats as missing.
 
     >>> record = encode_example({"label": 1, "score": 0.5, "name": "cat"})
     >>> decode_example(record)["label"]
@@ -55,15 +57,50 @@ def encode_sequence_example(
 
     ``context`` is coerced as in :func:`encode_example`; each value of ``feature_lists``
     is a sequence of per-step values (one ``Feature`` per step), or a 2-D array whose rows
-    are the steps.
+    are the steps. An empty step (``[]``) is an empty list of the kind the list's other
+    steps have.
 
     >>> data = encode_sequence_example({"id": b"a"}, {"tokens": [[1, 2], [3]]})
     >>> ctx, lists = decode_sequence_example(data)
     >>> [t.tolist() for t in lists["tokens"]]
     [[1, 2], [3]]
     """
-    lists = {k: (list(v) if isinstance(v, np.ndarray) else v) for k, v in feature_lists.items()}
+    lists = {
+        k: _typed_steps(list(v) if isinstance(v, np.ndarray) else v)
+        for k, v in feature_lists.items()
+    }
     return _core.encode_sequence_example(context, lists)
+
+
+def _typed_steps(steps: Any) -> Any:
+    """``steps`` with each empty, untyped step (``[]``) made an empty list of the kind its
+    other steps have: a feature list says its kind, and readers that look at each step's
+    kind (vahidk's ``tfrecord``) need one set."""
+    if not isinstance(steps, (list, tuple)):
+        return steps
+    kind = next((k for k in map(_kind, steps) if k is not None), None)
+    if kind is None:
+        return steps
+    return [
+        np.array([], dtype=kind) if isinstance(s, (list, tuple)) and not s else s for s in steps
+    ]
+
+
+def _kind(value: Any) -> Any:
+    """The NumPy dtype of the list kind ``value`` encodes to (int64, float32, or object for
+    bytes), or None where an empty, untyped value says nothing."""
+    if isinstance(value, np.ndarray):
+        kinds = {"i": np.int64, "u": np.int64, "b": np.int64, "f": np.float32}
+        return kinds.get(value.dtype.kind, object)
+    if isinstance(value, (bytes, bytearray, str)):
+        return object
+    if isinstance(value, (bool, int, np.integer)):
+        return np.int64
+    if isinstance(value, (float, np.floating)):
+        return np.float32
+    if isinstance(value, (list, tuple)) and value:
+        return _kind(value[0])
+    return None
 
 
 def decode_sequence_example(
