@@ -351,7 +351,7 @@ def test_strings_that_are_not_utf8_name_the_file_the_record_and_the_feature(tmp_
         w.write(tfr.encode_example({"s": "fine", "i": 0}))
         w.write(tfr.encode_example({"s": b"\xff\xfe", "i": 1}))
     assert tfr.read_table(path, {key: spec}).num_rows == 2
-    with pytest.raises(tfr.SchemaError, match=r"not UTF-8.*strings=False") as info:
+    with pytest.raises(tfr.SchemaError, match=r"not UTF-8.*leave it out of strings=") as info:
         tfr.read_table(path, {key: spec}, strings=True)
     assert (info.value.path, info.value.record_index, info.value.key) == (path, 1, key)
 

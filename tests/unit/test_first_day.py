@@ -214,3 +214,23 @@ def test_load_reads_a_write_dataset_output_through_its_manifest(tmp_path):
         assert sorted(int(e["a"]) for e in ds) == list(range(10))
     with pytest.raises(FileNotFoundError, match="no dataset here"):
         tfr.load(tmp_path / "nothing")
+
+
+def test_strings_names_the_text_columns_and_errors_quote_little_data(tmp_path):
+    path = tmp_path / "img.tfrecord"
+    image = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 6
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"caption": "a cat", "image": image}))
+    with pytest.raises(tfr.SchemaError) as info:
+        tfr.read_table(path, strings=True)
+    assert info.value.key == "image" and len(str(info.value)) < 400
+    assert f"({len(image):,} bytes)" in str(info.value)
+    table = tfr.read_table(path, strings=["caption"])
+    assert str(table.schema.field("caption").type) == "large_string"
+    assert str(table.schema.field("image").type) == "large_binary"
+    assert table.column("image").to_pylist() == [image]
+    with pytest.raises(KeyError, match="strings= names \\['nope'\\]"):
+        tfr.read_table(path, strings=["nope"])
+    ds = tfr.Dataset.from_files(str(path)).parse().batch(1)
+    batches = ds.to_arrow(strings=["caption"]).read_all()
+    assert str(batches.schema.field("caption").type) == "large_string"

@@ -24,11 +24,14 @@ from ..io.policy import OnError
 from ..io.records import _batches, _located, _open
 from ..io.reports import ReadReport
 from ..schema.arrow import (
+    Strings,
     arrow_type,
+    is_text,
     list_array,
     nest_fixed_size,
     ragged_array,
     sparse_array,
+    text_features,
     values_array,
     with_strings,
 )
@@ -56,7 +59,7 @@ def read_arrow(
     *,
     batch_size: int = 65_536,
     columns: Sequence[str] | None = None,
-    strings: bool = False,
+    strings: Strings = False,
     sequence_schema: Schema | dict[str, Any] | None = None,
     compression: str | None = "auto",
     verify: bool = True,
@@ -73,7 +76,8 @@ def read_arrow(
     ``schema`` is inferred from the first Examples when omitted (with the feature lists of
     SequenceExamples); ``columns`` keeps some of its features. int64 and float32 values
     stay ``int64`` / ``float32``, bytes become ``large_binary`` (``large_string`` with
-    ``strings=True``) at every level, and features become:
+    ``strings=True``, or for the features ``strings`` names: ``strings=["caption"]``
+    keeps an ``image`` column binary) at every level, and features become:
 
     - ``FixedLen``: the value, or nested ``fixed_size_list``\\ s of its shape;
     - ``VarLen``: ``large_list``;
@@ -130,7 +134,7 @@ def arrow_columns(
     schema: Schema | dict[str, Any] | None,
     sequence_schema: Schema | dict[str, Any] | None,
     columns: Sequence[str] | None,
-    strings: bool,
+    strings: Strings,
 ) -> tuple[Schema, Schema | None, Any]:
     """The context features and feature lists :func:`read_arrow` reads (``columns`` of
     them, when given), and the ``pyarrow.Schema`` of its batches."""
@@ -149,8 +153,11 @@ def arrow_columns(
         names = list(columns)
         context = Schema({c: context[c] for c in names if c in context})
         lists = None if lists is None else Schema({c: lists[c] for c in names if c in lists})
-    kinds = {k: arrow_type(pa, s, strings) for k, s in context.items()}
-    kinds |= {k: arrow_type(pa, s, strings, steps=True) for k, s in (lists or {}).items()}
+    text_features(strings, names)
+    kinds = {k: arrow_type(pa, s, is_text(strings, k)) for k, s in context.items()}
+    kinds |= {
+        k: arrow_type(pa, s, is_text(strings, k), steps=True) for k, s in (lists or {}).items()
+    }
     return context, lists, pa.schema([(k, kinds[k]) for k in names])
 
 

@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..schema.arrow import (
+    Strings,
     arrow_type,
+    is_text,
     list_array,
     nest_fixed_size,
     ragged_array,
     sparse_array,
+    text_features,
     values_array,
     with_strings,
 )
@@ -61,7 +64,7 @@ def _array(pa: Any, key: str, spec: Spec, value: Any) -> Any:
     return nest_fixed_size(pa, leaf, spec.shape)
 
 
-def to_arrow(dataset: Dataset, strings: bool = False) -> Any:
+def to_arrow(dataset: Dataset, strings: Strings = False) -> Any:
     """``dataset`` (parsed and batched) as a ``pyarrow.RecordBatchReader``; see
     :meth:`tfrecordkit.Dataset.to_arrow`."""
     import pyarrow as pa
@@ -85,7 +88,8 @@ def to_arrow(dataset: Dataset, strings: bool = False) -> Any:
     key, feature = next(iter(schema.items()))
     if len(spec[key].shape) == _rank(feature):
         raise TypeError("to_arrow() needs batches: call .batch() first")
-    kinds = {k: arrow_type(pa, s, strings) for k, s in schema.items()}
+    text_features(strings, list(schema))
+    kinds = {k: arrow_type(pa, s, is_text(strings, k)) for k, s in schema.items()}
     arrow_schema = pa.schema(list(kinds.items()))
 
     def batches() -> Iterator[Any]:

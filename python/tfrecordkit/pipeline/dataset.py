@@ -484,10 +484,11 @@ class Dataset:
 
         return to_tf(self, output_signature)
 
-    def to_arrow(self, strings: bool = False) -> Any:
+    def to_arrow(self, strings: bool | Sequence[str] = False) -> Any:
         """The batches of this parsed pipeline as a ``pyarrow.RecordBatchReader``, one
         record batch per batch, every kind of feature typed as :func:`tfrecordkit.read_arrow`
-        types it (bytes as ``large_binary`` or, with ``strings=True``, ``large_string``),
+        types it (bytes as ``large_binary`` or, with ``strings=True`` or for the features
+        ``strings`` names, ``large_string``),
         except that ``FixedLenSequence`` rows come padded to their batch's longest, as the
         pipeline gives them. For SequenceExamples use ``read_arrow(sequence_schema=...)``."""
         from ..integrations.arrow_batches import to_arrow

@@ -51,6 +51,9 @@ __all__ = [
     "sparse_fields",
     "values_array",
     "with_strings",
+    "is_text",
+    "text_features",
+    "Strings",
 ]
 
 
@@ -162,6 +165,25 @@ def sparse_array(
     return pa.StructArray.from_arrays(lists, names=sparse_fields(spec))
 
 
+Strings = bool | Sequence[str]
+"""``strings=``: ``True`` for every bytes feature as text, or the names of those that are."""
+
+
+def is_text(strings: Strings, key: str) -> bool:
+    """Whether feature ``key`` is read as text under ``strings``."""
+    return strings is True or (not isinstance(strings, bool) and key in strings)
+
+
+def text_features(strings: Strings, names: Sequence[str]) -> None:
+    """Checks that the features ``strings`` names are among ``names``."""
+    if isinstance(strings, (str, bytes)):
+        raise TypeError("strings= is True, False, or a list of feature names")
+    if not isinstance(strings, bool):
+        unknown = [k for k in strings if k not in names]
+        if unknown:
+            raise KeyError(f"strings= names {unknown}, which are not in the schema {list(names)}")
+
+
 def with_strings(pa: Any, key: str, array: Any, kind: Any) -> Any:
     """``array`` (bytes as ``large_binary``) as type ``kind`` (bytes as ``large_string``),
     without copies; a value that is not UTF-8 raises :class:`SchemaError` naming the
@@ -174,9 +196,10 @@ def with_strings(pa: Any, key: str, array: Any, kind: Any) -> Any:
         for row, value in enumerate(array.to_pylist()):
             bad = _not_utf8(value)
             if bad is not None:
+                shown = repr(bad[:24]) + (f"... ({len(bad):,} bytes)" if len(bad) > 24 else "")
                 raise SchemaError(
-                    f"feature {key!r} has a value that is not UTF-8 ({bad!r}); read it "
-                    "with strings=False",
+                    f"feature {key!r} has a value that is not UTF-8 ({shown}); read it as "
+                    "bytes: leave it out of strings= (a list of the text features)",
                     key=key,
                     record_index=row,
                 ) from None
