@@ -16,7 +16,16 @@ rm -f dist/tfrecordkit-*.whl
 PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/maturin" build --release --zig \
     --compatibility manylinux2014 --out dist
 wheel=$(ls dist/tfrecordkit-*.whl)
-"$VENV/bin/auditwheel" show "$wheel" | tee /dev/stderr | tr -s ' \n' ' ' |
-    grep -q 'consistent with the following platform tag: "manylinux_2_17_' ||
-    { echo "auditwheel does not confirm manylinux_2_17 for $wheel" >&2; exit 1; }
+# auditwheel's report goes on to say how a more compatible tag could be had ("you would
+# need to recompile..."), which reads like an error: only the tag it confirms is shown,
+# and the whole report where it confirms none.
+report=$("$VENV/bin/auditwheel" show "$wheel")
+if printf '%s' "$report" | tr -s ' \n' ' ' |
+    grep -q 'consistent with the following platform tag: "manylinux_2_17_'; then
+    echo "auditwheel: $(basename "$wheel") is consistent with manylinux_2_17" >&2
+else
+    printf '%s\n' "$report" >&2
+    echo "auditwheel does not confirm manylinux_2_17 for $wheel" >&2
+    exit 1
+fi
 echo "$wheel"
