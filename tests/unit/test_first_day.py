@@ -234,3 +234,17 @@ def test_strings_names_the_text_columns_and_errors_quote_little_data(tmp_path):
     ds = tfr.Dataset.from_files(str(path)).parse().batch(1)
     batches = ds.to_arrow(strings=["caption"]).read_all()
     assert str(batches.schema.field("caption").type) == "large_string"
+
+
+def test_every_option_has_help_and_repair_names_its_output_option():
+    import click
+    from tfrecordkit.cli import main
+
+    for name, command in main.commands.items():
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert param.help, f"{name} {param.opts} has no help"
+    repair = tfrecordkit("repair", "--help").stdout
+    assert "OUTPUT" not in repair and "-o/--output" in repair
+    reshard = tfrecordkit("reshard", "--help").stdout
+    assert "Compression of the new shards" in reshard

@@ -427,6 +427,7 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     type=click.Choice(["none", "gzip"]),
     default="none",
     show_default=True,
+    help="Compression of the written shards.",
 )
 @click.option(
     "--image-size",
