@@ -141,7 +141,11 @@ LEAVES = {
         "tfrecordkit.io.policy",
         "tfrecordkit.io.reports",
     },
-    "tfrecordkit.schema.guess": {"tfrecordkit.errors", "tfrecordkit.schema.features"},
+    "tfrecordkit.schema.guess": {
+        "tfrecordkit.errors",
+        "tfrecordkit.io.paths",
+        "tfrecordkit.schema.features",
+    },
     "tfrecordkit.integrations.tfds_features": {"tfrecordkit.schema.features"},
     "tfrecordkit.schema.arrow": {"tfrecordkit.errors", "tfrecordkit.schema.features"},
 }

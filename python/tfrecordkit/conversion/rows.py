@@ -18,6 +18,7 @@ from .. import _core
 from ..io.paths import (
     StorageOptions,
     filesystem,
+    first_few,
     is_url,
     join,
     open_text,
@@ -253,11 +254,10 @@ def warn_look_alike_labels(vocab: Iterable[str]) -> None:
         groups.setdefault(label.strip().casefold(), []).append(label)
     alike = [sorted(g) for g in groups.values() if len(g) > 1]
     if alike:
-        shown = "; ".join(" and ".join(repr(v) for v in g) for g in alike[:3])
-        more = f" (and {len(alike) - 3} more)" if len(alike) > 3 else ""
+        shown = first_few([" and ".join(repr(v) for v in g) for g in alike], sep="; ")
         warnings.warn(
             f"labels that differ only in whitespace or case are distinct classes: "
-            f"{shown}{more}; clean the table if each is one class",
+            f"{shown}; clean the table if each is one class",
             UserWarning,
             stacklevel=3,
         )

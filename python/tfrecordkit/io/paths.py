@@ -74,6 +74,13 @@ def basename(path: str) -> str:
     return path.rsplit("/", 1)[-1] if is_url(path) else os.path.basename(path)
 
 
+def first_few(items: Sequence[str], limit: int = 3, sep: str = ", ") -> str:
+    """The first ``limit`` of ``items`` joined by ``sep``, and how many more there are:
+    what a one-line message shows of a long list."""
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return sep.join(items[:limit]) + more
+
+
 def quote(text: str, limit: int = 32) -> str:
     """``text`` for an error message when a file supplied it: at most ``limit``
     characters, escaped to printable ASCII (``repr``'s escapes), ``...`` when cut."""
@@ -157,8 +164,7 @@ def expand_paths(paths: Paths, *, storage_options: StorageOptions = None) -> lis
     skipped = [p for p in items if is_sidecar(p) and not GLOB_CHARS & set(p)]
     if skipped:
         items = [p for p in items if p not in skipped]
-        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-        shown = ", ".join(skipped[:3]) + more
+        shown = first_few(skipped)
         if not items:
             raise FileNotFoundError(2, "no data files, only sidecars", shown)
         warnings.warn(
@@ -174,10 +180,10 @@ def expand_paths(paths: Paths, *, storage_options: StorageOptions = None) -> lis
             directories = [m for m in matches if os.path.isdir(m)]
             matches = [m for m in matches if m not in directories]
             if directories:
-                more = f" and {len(directories) - 3} more" if len(directories) > 3 else ""
+                n = len(directories)
                 warnings.warn(
-                    f"skipped {len(directories)} director{'y' if len(directories) == 1 else 'ies'}"
-                    f" the pattern {p} matches: {', '.join(directories[:3])}{more}",
+                    f"skipped {n} director{'y' if n == 1 else 'ies'} the pattern {p} matches: "
+                    f"{first_few(directories)}",
                     SidecarSkippedWarning,
                     stacklevel=2,
                 )

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SchemaError, SchemaWarning
+from ..io.paths import first_few
 from .features import FixedLen, Schema, Spec, VarLen
 
 __all__ = ["SchemaGuess"]
@@ -48,10 +49,9 @@ class SchemaGuess:
         are left out, with a :class:`~tfrecordkit.SchemaWarning` naming them."""
         unknown = [key for key in self._counts if key not in self._kinds]
         if unknown:
-            shown = ", ".join(repr(k) for k in unknown[:5])
-            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            shown = first_few([repr(k) for k in unknown], 5)
             warnings.warn(
-                f"left out of the schema: {shown}{more}, empty in all {self.examples} "
+                f"left out of the schema: {shown}, empty in all {self.examples} "
                 "Examples read, so of no known type; give them in a schema to read them",
                 SchemaWarning,
                 stacklevel=3,
