@@ -369,3 +369,26 @@ def test_hypothesis_decode_example_of_tf_serialized(features, tf_example):
     assert set(got) == set(features)
     for key, (kind, values) in features.items():
         _assert_decoded(got[key], kind, values, key)
+
+
+def test_write_dataset_types_empty_lists_by_the_schema_or_the_rows_before(tmp_path):
+    def kinds(pattern):
+        out = []
+        for record in tfr.read_records(pattern):
+            features = tf.train.Example.FromString(record).features.feature
+            out.append({k: v.WhichOneof("kind") for k, v in features.items()})
+        return out
+
+    rows = [{"a": [], "b": 1}, {"a": [2], "b": 2}]
+    schema = {"a": tfr.VarLen("int64"), "b": tfr.FixedLen([], "int64")}
+    tfr.write_dataset(rows, str(tmp_path / "x"), schema=schema, progress=False)
+    assert kinds(str(tmp_path / "x-*")) == [{"a": "int64_list", "b": "int64_list"}] * 2
+    # Without a schema, the rows before say the kind; nothing says it for "c".
+    rows = [{"a": [0.5]}, {"a": []}, {"c": []}]
+    with pytest.warns(tfr.SchemaWarning, match="'c', empty wherever"):
+        tfr.write_dataset(rows, str(tmp_path / "y"), progress=False)
+    assert kinds(str(tmp_path / "y-*")) == [{"a": "float_list"}, {"a": "float_list"}, {"c": None}]
+    spec = {"a": tf.io.VarLenFeature(tf.float32)}
+    records = list(tfr.read_records(str(tmp_path / "y-*")))
+    parsed = tf.io.parse_example(records, spec)
+    assert parsed["a"].values.numpy().tolist() == [0.5]

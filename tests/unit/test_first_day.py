@@ -108,7 +108,7 @@ def test_empty_features_left_out_of_an_inferred_schema_are_named(tmp_path):
     with tfr.RecordWriter(path) as w:
         for i in range(3):
             w.write(tfr.encode_example({"a": i, "never": []}))
-    with pytest.warns(tfr.SchemaWarning, match="'never', empty in all 3 Examples"):
+    with pytest.warns(tfr.SchemaWarning, match="'never', empty wherever the 3 Examples"):
         schema = tfr.infer_schema(path)
     assert list(schema) == ["a"]
 

@@ -19,7 +19,7 @@ from ..io.paths import StorageOptions, is_url, remove, upload
 from ..io.records import SEEKABLE_MEMBER_BYTES
 from ..schema.columns import as_table
 from ..schema.example import decode_example, encode_example
-from ..schema.features import Schema
+from ..schema.features import FixedLen, FixedLenSequence, Schema, VarLen, _as_schema
 from ..schema.guess import SchemaGuess
 from .commit import DatasetCommit
 from .manifest import Manifest, shard_name
@@ -475,6 +475,14 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
     return infos, table.schema()
 
 
+def _typed_empty(value: Any, dtype: str | None) -> Any:
+    """``value``, an empty Python list made an empty array of ``dtype`` where that is
+    known: written as an empty list of its kind, not a feature with no list set."""
+    if dtype is None or not isinstance(value, (list, tuple)) or value:
+        return value
+    return np.array([], dtype={"int64": np.int64, "float32": np.float32}.get(dtype, object))
+
+
 def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
     if isinstance(data, (bytes, str)):
         raise TypeError("data must be a table or an iterable of rows or records, not a string")
@@ -488,6 +496,13 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
     guess: SchemaGuess | None = SchemaGuess()
     kinds: set[str] = set()
     rows = 0
+    # The type of each feature, from the schema or the rows before: what an empty list
+    # in a row is written as.
+    typed: dict[str, str] = {
+        k: spec.dtype
+        for k, spec in (_as_schema(schema) if schema is not None else {}).items()
+        if isinstance(spec, (FixedLen, VarLen, FixedLenSequence))
+    }
 
     def records() -> Iterator[Any]:
         nonlocal rows, guess
@@ -502,13 +517,18 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
                 record = bytes(item)
             elif isinstance(item, Mapping):
                 kinds.add("rows")
-                present = {k: v for k, v in item.items() if v is not None}
+                present = {
+                    k: _typed_empty(v, typed.get(k)) for k, v in item.items() if v is not None
+                }
                 record = encode_example(present)
                 if guess is not None and rows < _INFER_ROWS:
                     try:
                         guess.add(decode_example(record))
                     except SchemaError:
                         guess = None  # features of mixed types: no schema to record
+                    else:
+                        for key, dtype in guess.kinds.items():
+                            typed.setdefault(key, dtype)
             else:
                 raise TypeError(
                     f"rows must be dicts or serialized records (bytes), not {type(item).__name__}"

@@ -44,6 +44,11 @@ class SchemaGuess:
             self._counts.setdefault(key, set()).add(len(values))
             self._present[key] = self._present.get(key, 0) + 1
 
+    @property
+    def kinds(self) -> dict[str, str]:
+        """The type (``int64``, ``float32``, ``bytes``) of each feature seen with a value."""
+        return dict(self._kinds)
+
     def schema(self) -> Schema:
         """The guessed schema. Features empty in every Example (no value, so no type)
         are left out, with a :class:`~tfrecordkit.SchemaWarning` naming them."""
@@ -51,8 +56,8 @@ class SchemaGuess:
         if unknown:
             shown = first_few([repr(k) for k in unknown], 5)
             warnings.warn(
-                f"left out of the schema: {shown}, empty in all {self.examples} "
-                "Examples read, so of no known type; give them in a schema to read them",
+                f"left out of the schema: {shown}, empty wherever the {self.examples} "
+                "Examples read have it, so of no known type; give them in a schema to read them",
                 SchemaWarning,
                 stacklevel=3,
             )
