@@ -21,7 +21,8 @@ MODULES = sorted(
         "tfrecordkit.integrations.ray",
         "tfrecordkit.integrations.beam",
         "tfrecordkit.conversion.beam",
-        # Runs the command when imported.
+        # Run the command when imported.
+        "tfrecordkit.__main__",
         "tfrecordkit.cli.__main__",
     )
 )

@@ -248,3 +248,17 @@ def test_every_option_has_help_and_repair_names_its_output_option():
     assert "OUTPUT" not in repair and "-o/--output" in repair
     reshard = tfrecordkit("reshard", "--help").stdout
     assert "Compression of the new shards" in reshard
+
+
+def test_python_dash_m_runs_the_command(tmp_path):
+    path = tmp_path / "one.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"a": 1}))
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecordkit", "count", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "1")

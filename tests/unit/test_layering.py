@@ -163,6 +163,7 @@ LAYERS = {
     "integrations": 3,
     "conversion": 3,
     "cli": 4,
+    "__main__": 4,
 }
 #: Where a lower layer reaches up, each for a reason: ``RecordWriter.write_examples``
 #: encodes tables, and ``Dataset.to_torch`` / ``to_tf`` / ``to_jax`` / ``to_arrow`` are the

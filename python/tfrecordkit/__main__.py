@@ -1,0 +1,5 @@
+"""``python -m tfrecordkit``: the ``tfrecordkit`` command."""
+
+from .cli import run
+
+run()
