@@ -18,7 +18,7 @@ from ..errors import SchemaError
 from ..io.paths import StorageOptions, is_url, remove, upload
 from ..io.records import SEEKABLE_MEMBER_BYTES
 from ..schema.columns import as_table
-from ..schema.example import decode_example, encode_example
+from ..schema.example import decode_example, encode_example, typed_empty
 from ..schema.features import FixedLen, FixedLenSequence, Schema, VarLen, _as_schema
 from ..schema.guess import SchemaGuess
 from .commit import DatasetCommit
@@ -475,14 +475,6 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
     return infos, table.schema()
 
 
-def _typed_empty(value: Any, dtype: str | None) -> Any:
-    """``value``, an empty Python list made an empty array of ``dtype`` where that is
-    known: written as an empty list of its kind, not a feature with no list set."""
-    if dtype is None or not isinstance(value, (list, tuple)) or value:
-        return value
-    return np.array([], dtype={"int64": np.int64, "float32": np.float32}.get(dtype, object))
-
-
 def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
     if isinstance(data, (bytes, str)):
         raise TypeError("data must be a table or an iterable of rows or records, not a string")
@@ -518,7 +510,7 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
             elif isinstance(item, Mapping):
                 kinds.add("rows")
                 present = {
-                    k: _typed_empty(v, typed.get(k)) for k, v in item.items() if v is not None
+                    k: typed_empty(v, typed.get(k)) for k, v in item.items() if v is not None
                 }
                 record = encode_example(present)
                 if guess is not None and rows < _INFER_ROWS:

@@ -79,25 +79,31 @@ def _typed_steps(steps: Any) -> Any:
     if not isinstance(steps, (list, tuple)):
         return steps
     kind = next((k for k in map(_kind, steps) if k is not None), None)
-    if kind is None:
-        return steps
-    return [
-        np.array([], dtype=kind) if isinstance(s, (list, tuple)) and not s else s for s in steps
-    ]
+    return steps if kind is None else [typed_empty(s, kind) for s in steps]
 
 
-def _kind(value: Any) -> Any:
-    """The NumPy dtype of the list kind ``value`` encodes to (int64, float32, or object for
-    bytes), or None where an empty, untyped value says nothing."""
+def typed_empty(value: Any, kind: str | None) -> Any:
+    """``value``, or, when it is an empty Python list and ``kind`` (``"int64"``,
+    ``"float32"``, ``"bytes"``) is known, an empty array that encodes as an empty list of
+    that kind rather than a feature with no list set."""
+    if kind is None or not isinstance(value, (list, tuple)) or value:
+        return value
+    return np.array([], dtype={"int64": np.int64, "float32": np.float32}.get(kind, object))
+
+
+def _kind(value: Any) -> str | None:
+    """The list kind ``value`` encodes to (``"int64"``, ``"float32"``, ``"bytes"``), or
+    None where an empty, untyped value says nothing."""
     if isinstance(value, np.ndarray):
-        kinds = {"i": np.int64, "u": np.int64, "b": np.int64, "f": np.float32}
-        return kinds.get(value.dtype.kind, object)
+        return {"i": "int64", "u": "int64", "b": "int64", "f": "float32"}.get(
+            value.dtype.kind, "bytes"
+        )
     if isinstance(value, (bytes, bytearray, str)):
-        return object
+        return "bytes"
     if isinstance(value, (bool, int, np.integer)):
-        return np.int64
+        return "int64"
     if isinstance(value, (float, np.floating)):
-        return np.float32
+        return "float32"
     if isinstance(value, (list, tuple)) and value:
         return _kind(value[0])
     return None

@@ -63,9 +63,9 @@ def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema
     """Guesses a schema from the first ``sample`` Examples of ``paths`` (see
     :class:`SchemaGuess`); ``read_kwargs`` are the read options of :func:`read_records`.
     A record that is not an Example raises ``ExampleDecodeError`` naming its file and
-    index. For
-    ``SequenceExample``s the schema is the context's, and its ``sequence`` attribute the
-    feature lists' (``FixedLenSequence`` where every step has one size, else ``VarLen``).
+    index. For ``SequenceExample``s the schema is the context's, and its ``sequence``
+    attribute the feature lists' (``FixedLenSequence`` where every step has one size, else
+    ``VarLen``).
 
     >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
     Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
@@ -78,6 +78,12 @@ def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema
     reader = _open(paths, o)
     guess = SchemaGuess()
     steps = SequenceGuess()
+
+    def refused(i: int, message: str) -> ExampleDecodeError:
+        """Record ``i`` of the batch is no Example: ``message``, naming where it is."""
+        path, index = reader.origin_in_batch(i) or (None, None)
+        return ExampleDecodeError(message, path=path, record_index=index)
+
     for batch in _batches(lambda: reader.read_batch(min(sample, 512)), o, reader):
         for i, record in enumerate(batch):
             if guess.examples >= sample:
@@ -85,18 +91,10 @@ def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema
             try:
                 context, lists = decode_sequence_example(record)
             except ExampleDecodeError as err:
-                path, index = reader.origin_in_batch(i) or (None, None)
-                raise ExampleDecodeError(
-                    f"not a tf.train.Example or SequenceExample ({err})",
-                    path=path,
-                    record_index=index,
-                ) from None
+                raise refused(i, f"not a tf.train.Example or SequenceExample ({err})") from None
             why = None if context or lists else foreign(record)
             if why is not None:
-                path, index = reader.origin_in_batch(i) or (None, None)
-                raise ExampleDecodeError(
-                    f"not a tf.train.Example: {why}", path=path, record_index=index
-                )
+                raise refused(i, f"not a tf.train.Example: {why}")
             guess.add(context)
             steps.add(lists)
         if guess.examples >= sample:
