@@ -77,6 +77,7 @@ from .schema.raw import decode_raw
 from .schema.reading import infer_schema, read_examples
 from .schema.sequence import parse_sequence_example, parse_single_sequence_example
 from .schema.tensors import parse_tensor, serialize_tensor
+from .statistics import StatsReport, stats
 
 _alias_moved_modules(__name__)
 
@@ -115,6 +116,7 @@ __all__ = [
     "SidecarError",
     "SchemaWarning",
     "SidecarSkippedWarning",
+    "StatsReport",
     "Sparse",
     "SparseFeature",
     "TFRecordError",
@@ -153,6 +155,7 @@ __all__ = [
     "register_pandas_accessor",
     "repair",
     "serialize_tensor",
+    "stats",
     "tfds",
     "verify",
     "write_dataset",

@@ -23,6 +23,7 @@ __all__ = [
     "Shard",
     "Shuffle",
     "Skip",
+    "StatsPass",
     "Table",
     "Take",
     "commit_shard",
@@ -131,6 +132,24 @@ class CompiledSchema:
     def __new__(
         cls, columns: list[tuple[str, Any]], features: list[tuple[str, Any]] | None = None
     ) -> CompiledSchema: ...
+
+@final
+class StatsPass:
+    def __new__(
+        cls,
+        splits: list[tuple[str, list[str]]],
+        compression: str | None = "auto",
+        threads: int = 0,
+        opener: Any = None,
+    ) -> StatsPass: ...
+    def step(self, max_records: int) -> int: ...
+    @property
+    def records(self) -> int: ...
+    @property
+    def done(self) -> bool: ...
+    def report(
+        self, baseline: str | None = None, threshold: float = 0.1, top: int = 10
+    ) -> dict[str, Any]: ...
 
 @final
 class RecordReader:

@@ -84,6 +84,11 @@ CASES = [
     (["inspect", "nowhere"], FAILURE, "no files match the pattern: nowhere/train-*"),
     (["inspect", "converted", "-n", "0"], USAGE, "0 is not in the range x>=1"),
     (["demo", "-n", "0"], USAGE, "0 is not in the range x>=1"),
+    (["stats"], USAGE, "give PATHS or --split SPLIT=PATH"),
+    (["stats", "--split", "train"], USAGE, "expected SPLIT=PATH, not 'train'"),
+    (["stats", "picture.png"], FAILURE, "not a TFRecord file (it starts with a PNG signature)"),
+    (["stats", "good.tfrecord", "--baseline", "eval"], FAILURE, "baseline split 'eval'"),
+    (["stats", "good.tfrecord", "--shift-threshold", "0"], USAGE, "0 is not in the range"),
 ]
 
 

@@ -160,6 +160,7 @@ LAYERS = {
     "image": 1,
     "pipeline": 2,
     "datasets": 2,
+    "statistics": 2,
     "integrations": 3,
     "conversion": 3,
     "cli": 4,

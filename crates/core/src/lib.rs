@@ -16,6 +16,7 @@ pub mod positional;
 pub mod reader;
 pub mod sequence;
 pub mod source;
+pub mod stats;
 pub mod tensor;
 pub mod wire;
 pub mod writer;

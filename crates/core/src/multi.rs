@@ -63,6 +63,16 @@ impl MultiFileReader {
         None
     }
 
+    /// The runs of records in the last batch read, as `(path, index in the file of the
+    /// run's first record, records)`: what locates each of its records once the reader has
+    /// moved on.
+    pub fn batch_origins(&self) -> Vec<(String, u64, u64)> {
+        self.batch_runs
+            .iter()
+            .map(|&(file, first, n)| (self.paths[file].clone(), first, n))
+            .collect()
+    }
+
     /// `(path, records delivered)` for every file opened so far.
     pub fn delivered(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         self.paths

@@ -13,6 +13,7 @@ mod opener;
 mod parse;
 mod pipeline;
 mod records;
+mod stats;
 mod table;
 mod tensor;
 mod threads;
@@ -131,6 +132,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<records::OffsetReader>()?;
     m.add_class::<table::Table>()?;
     m.add_class::<records::RecordReader>()?;
+    m.add_class::<stats::StatsPass>()?;
     m.add_class::<records::RecordWriter>()?;
     m.add_class::<pipeline::Pipeline>()?;
     m.add_class::<elements::ElementPipeline>()?;

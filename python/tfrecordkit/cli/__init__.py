@@ -23,14 +23,12 @@ from ..datasets.verify import verify as verify_files
 from ..errors import ExampleDecodeError, TFRecordError
 from ..io.records import read_records
 from ..schema.example import decode_sequence_example, foreign
-
-COMPRESSION = click.option(
-    "--compression",
-    type=click.Choice(["auto", "none", "gzip", "zlib"]),
-    default="auto",
-    show_default=True,
-    help="Compression of the input files.",
-)
+from .common import COMPRESSION
+from .common import fail as _fail
+from .common import input_compression as _c
+from .common import message as _message
+from .common import storage_options as _so
+from .stats import stats as _stats
 
 
 def _finite(x: Any) -> Any:
@@ -71,21 +69,6 @@ def _human_value(v: Any, limit: int = 8) -> str:
         items = [b if len(b) <= 60 else b[:60] + b"..." for b in v[:limit]]
     more = f" ... ({len(v)} values)" if len(v) > limit else ""
     return f"{kind} {items}{more}"
-
-
-def _message(err: BaseException) -> str:
-    """One line for an error: an OS error without its errno, API flags as CLI flags."""
-    if isinstance(err, OSError) and err.strerror:
-        text = err.strerror if err.filename is None else f"{err.strerror}: {err.filename}"
-    else:
-        text = str(err)
-    text = text.replace("pass overwrite=True", "pass --overwrite")
-    return " ".join(text.split())
-
-
-def _fail(err: BaseException) -> NoReturn:
-    click.echo(f"error: {_message(err)}", err=True)
-    sys.exit(1)
 
 
 def _pairs(values: tuple[str, ...]) -> dict[str, str]:
@@ -155,11 +138,6 @@ def main(ctx: click.Context, storage_options: dict[str, Any]) -> None:
     warnings.showwarning = _note
 
 
-def _so() -> dict[str, Any] | None:
-    """The ``--storage-option`` values given to the command line."""
-    return click.get_current_context().find_root().obj
-
-
 def _note(message: Warning | str, *_: Any, **__: Any) -> None:
     click.echo(f"note: {message}", err=True)
 
@@ -216,10 +194,6 @@ def head(file: str, num: int, as_json: bool, compression: str) -> None:
                     click.echo(f"  {key} (feature list): [{shown}{more}]")
     except (OSError, TFRecordError) as err:
         _fail(err)
-
-
-def _c(compression: str) -> str | None:
-    return None if compression == "none" else compression
 
 
 @main.command()
@@ -647,3 +621,6 @@ def run(args: list[str] | None = None) -> NoReturn:
         )
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+main.add_command(_stats)

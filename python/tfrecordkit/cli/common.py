@@ -1,0 +1,42 @@
+"""What the commands share: the ``--compression`` option, the ``--storage-option`` values
+and errors as one line."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import click
+
+COMPRESSION = click.option(
+    "--compression",
+    type=click.Choice(["auto", "none", "gzip", "zlib"]),
+    default="auto",
+    show_default=True,
+    help="Compression of the input files.",
+)
+
+
+def input_compression(compression: str) -> str | None:
+    """The ``compression`` argument for ``--compression``'s choice."""
+    return None if compression == "none" else compression
+
+
+def storage_options() -> dict[str, Any] | None:
+    """The ``--storage-option`` values given to the command line."""
+    return click.get_current_context().find_root().obj
+
+
+def message(err: BaseException) -> str:
+    """One line for an error: an OS error without its errno, API flags as CLI flags."""
+    if isinstance(err, OSError) and err.strerror:
+        text = err.strerror if err.filename is None else f"{err.strerror}: {err.filename}"
+    else:
+        text = str(err)
+    text = text.replace("pass overwrite=True", "pass --overwrite")
+    return " ".join(text.split())
+
+
+def fail(err: BaseException) -> NoReturn:
+    click.echo(f"error: {message(err)}", err=True)
+    sys.exit(1)

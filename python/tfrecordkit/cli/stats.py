@@ -1,0 +1,83 @@
+"""``tfrecordkit stats``: what is in a set of TFRecord files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import TFRecordError
+from ..statistics import stats as compute
+from .common import COMPRESSION, fail, input_compression, storage_options
+
+
+def _split_option(_: Any, __: Any, values: tuple[str, ...]) -> dict[str, list[str]] | None:
+    splits: dict[str, list[str]] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"expected SPLIT=PATH, not {value!r}")
+        splits.setdefault(name, []).append(path)
+    return splits or None
+
+
+@click.command()
+@click.argument("paths", nargs=-1)
+@click.option(
+    "--split",
+    "splits",
+    multiple=True,
+    metavar="SPLIT=PATH",
+    callback=_split_option,
+    help="Files of a split (a path, glob or URL); repeatable, instead of PATHS. Without it, "
+    "splits come from file names: train-00000-of-00004.tfrecord is in 'train'.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@click.option("--html", "html", metavar="FILE", help="Also write an HTML report to FILE.")
+@click.option(
+    "--baseline", metavar="SPLIT", help="The split others are compared with [default: train]."
+)
+@click.option(
+    "--shift-threshold",
+    default=0.1,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Distance between splits past which a distribution counts as shifted.",
+)
+@click.option("--top", default=10, show_default=True, type=click.IntRange(0), help="Top values.")
+@COMPRESSION
+def stats(
+    paths: tuple[str, ...],
+    splits: dict[str, list[str]] | None,
+    as_json: bool,
+    html: str | None,
+    baseline: str | None,
+    shift_threshold: float,
+    top: int,
+    compression: str,
+) -> None:
+    """Statistics of the Examples in PATHS: per feature and per split, with the differences
+    between splits (anomalies). Prints a summary, or JSON with --json."""
+    if bool(paths) == bool(splits):
+        raise click.UsageError("give PATHS or --split SPLIT=PATH, not both or neither")
+    try:
+        report = compute(
+            list(paths) if paths else None,
+            splits=splits,
+            compression=input_compression(compression),
+            storage_options=storage_options(),
+            baseline=baseline,
+            shift_threshold=shift_threshold,
+            top=top,
+            progress=True,
+        )
+        if html:
+            report.to_html(html)
+    except (OSError, ValueError, TFRecordError) as err:
+        fail(err)
+    if as_json:
+        click.echo(report.to_json())
+        return
+    click.echo(report.summary())
+    if html:
+        click.echo(f"HTML report: {html}")
