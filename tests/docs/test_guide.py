@@ -1,4 +1,4 @@
-"""The user guide's code blocks run, in order, as one script."""
+"""The user guide's code blocks run, in the order of the site's navigation, as one script."""
 
 from __future__ import annotations
 
@@ -6,24 +6,50 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-GUIDE = ROOT / "docs" / "guide.md"
+DOCS = ROOT / "docs"
 
 
 def python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
+def nav_pages(nav: object) -> list[str]:
+    """The pages of an mkdocs ``nav``, in order."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [page for value in nav.values() for page in nav_pages(value)]
+    if isinstance(nav, list):
+        return [page for item in nav for page in nav_pages(item)]
+    return []
+
+
+def guide_pages() -> list[Path]:
+    """The guide's pages (docs/guide/*.md) in the order mkdocs.yml's nav gives them."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    return [DOCS / page for page in nav_pages(config["nav"]) if page.startswith("guide/")]
+
+
+def test_every_guide_page_is_in_the_nav() -> None:
+    pages = guide_pages()
+    assert sorted(pages) == sorted((DOCS / "guide").glob("*.md"))
+    assert len(pages) == len(set(pages))
+
+
 def test_guide_has_code() -> None:
-    assert len(python_blocks(GUIDE.read_text())) >= 10
+    assert sum(len(python_blocks(page.read_text())) for page in guide_pages()) >= 10
 
 
 def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    for i, block in enumerate(python_blocks(GUIDE.read_text())):
-        exec(compile(block, f"{GUIDE.name}[block {i}]", "exec"), namespace)
+    for page in guide_pages():
+        name = page.relative_to(DOCS).as_posix()
+        for i, block in enumerate(python_blocks(page.read_text())):
+            exec(compile(block, f"{name}[block {i}]", "exec"), namespace)
     out = capsys.readouterr().out
     assert "['feature0', 'feature1', 'feature2', 'feature3']" in out
     assert "ElementSpec(shape=(None,), dtype='int64')" in out
@@ -48,3 +74,10 @@ def test_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
     out = capsys.readouterr().out.split("\n")
     assert out[0] == "1000"
     assert out[1] == "out/train-00000-of-00004.tfrecord 10000"
+
+
+def test_home_page_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (block,) = python_blocks((DOCS / "index.md").read_text())
+    exec(compile(block, "index.md", "exec"), {})
+    assert capsys.readouterr().out == "(256,)\n"
