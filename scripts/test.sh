@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything the tests need (into .venv) and runs every test:
+# Installs everything the tests need (into .venv, and Chromium from apt) and runs every test:
 # the Linux wheel users install (built once, checked in a fresh environment with no Rust on
 # PATH, then installed for the tests), Rust formatting, lints and unit tests for the core,
 # the fuzz targets for a bounded time (FUZZ_SECONDS each, 20 by default, 0 to skip), then
@@ -15,6 +15,22 @@ step() { printf '\n==> %s\n' "$*"; }
 step "Python environment ($VENV)"
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
+
+step "Chromium (tests/docs opens the documentation site in it)"
+if [ -x /usr/bin/chromium ]; then
+    echo "found /usr/bin/chromium"
+elif [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
+        >/dev/null
+else
+    echo "Chromium is missing, and installing it needs root: run" >&2
+    echo "  sudo apt-get install -y --no-install-recommends chromium" >&2
+    if [ "${CI:-}" = true ]; then
+        exit 1
+    fi
+    echo "(the browser test skips without it)" >&2
+fi
 
 step "The wheel (manylinux2014, abi3)"
 bash scripts/wheel.sh
@@ -63,7 +79,7 @@ if [ "${FUZZ_SECONDS:-20}" != 0 ]; then
 fi
 
 step "ruff / stubs"
-"$VENV/bin/ruff" check python tests benchmarks
+"$VENV/bin/ruff" check python tests scripts benchmarks
 "$VENV/bin/python" -m mypy.stubtest tfrecordkit._core --ignore-disjoint-bases
 
 step "pytest"
