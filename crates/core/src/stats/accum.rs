@@ -8,8 +8,7 @@ use super::values::{Bytes, LengthCounts, Numbers};
 use super::MAX_FEATURES;
 use crate::error::{Error, Result};
 use crate::example::{
-    feature_lists_of, read_bytes_list, read_float_list, read_int64_list, read_map_entry, utf8_key,
-    EntryValue, Kind,
+    read_bytes_list, read_float_list, read_int64_list, read_map_entry, utf8_key, EntryValue, Kind,
 };
 use crate::wire::{self, WireReader};
 
@@ -50,7 +49,7 @@ impl FeatureAcc {
 
     fn add(&mut self, value: &[u8], floats: &mut Vec<f32>, ints: &mut Vec<i64>) -> Result<()> {
         self.present += 1;
-        let (kind, parts) = feature_lists_of(value)?;
+        let (kind, lists) = last_lists(value)?;
         let len = match kind {
             None => {
                 self.kinds[0] += 1;
@@ -60,20 +59,18 @@ impl FeatureAcc {
                 self.kinds[1] += 1;
                 let bytes = self.bytes.get_or_insert_default();
                 let mut n = 0u64;
-                for p in parts {
+                for_each_list(lists, Kind::Bytes, |p| {
                     read_bytes_list(p, |b| {
                         bytes.add(b);
                         n += 1;
-                    })?;
-                }
+                    })
+                })?;
                 n
             }
             Some(Kind::Float) => {
                 self.kinds[2] += 1;
                 floats.clear();
-                for p in parts {
-                    read_float_list(p, floats)?;
-                }
+                for_each_list(lists, Kind::Float, |p| read_float_list(p, floats))?;
                 let values = floats.iter().map(|&v| v as f64);
                 self.numbers.get_or_insert_default().add_list(values, false);
                 floats.len() as u64
@@ -81,9 +78,7 @@ impl FeatureAcc {
             Some(Kind::Int64) => {
                 self.kinds[3] += 1;
                 ints.clear();
-                for p in parts {
-                    read_int64_list(p, ints)?;
-                }
+                for_each_list(lists, Kind::Int64, |p| read_int64_list(p, ints))?;
                 let values = ints.iter().map(|&v| v as f64);
                 self.numbers.get_or_insert_default().add_list(values, true);
                 ints.len() as u64
@@ -126,6 +121,48 @@ impl FeatureAcc {
             bytes: self.bytes.as_ref().map(|b| b.summary(top)),
         }
     }
+}
+
+/// The kind of a `Feature` message's values, and its fields from where the last run of
+/// lists of that kind begins: protobuf merges repeated lists of one kind, and a list of
+/// another kind replaces those before it (as [`feature_lists_of`](crate::example) reads it,
+/// without collecting the lists).
+fn last_lists(buf: &[u8]) -> Result<(Option<Kind>, &[u8])> {
+    let mut r = WireReader::new(buf);
+    let (mut kind, mut start) = (None, 0);
+    while !r.is_empty() {
+        let at = r.pos();
+        let (field, wt) = r.tag()?;
+        match Kind::from_field(field) {
+            Some(k) if wt == wire::LEN => {
+                if kind != Some(k) {
+                    (kind, start) = (Some(k), at);
+                }
+                r.bytes()?;
+            }
+            Some(_) => {
+                return Err(Error::decode(format!(
+                    "malformed Feature: list field {field} has wire type {wt}"
+                )))
+            }
+            None => r.skip(field, wt)?,
+        }
+    }
+    Ok((kind, &buf[start..]))
+}
+
+/// Calls `f` with each list of `kind` in `fields` (from [`last_lists`]).
+fn for_each_list(fields: &[u8], kind: Kind, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    let mut r = WireReader::new(fields);
+    while !r.is_empty() {
+        let (field, wt) = r.tag()?;
+        if Kind::from_field(field) == Some(kind) {
+            f(r.bytes()?)?;
+        } else {
+            r.skip(field, wt)?;
+        }
+    }
+    Ok(())
 }
 
 /// A map entry of the record being read: the feature it names and where its value is.

@@ -250,3 +250,36 @@ fn anomalies_between_splits() {
         .iter()
         .any(|a| a.kind == "missing_in_split" && a.feature == "extra"));
 }
+
+#[test]
+fn a_feature_of_several_lists_reads_as_protobuf_merges_them() {
+    use crate::example::decode_feature;
+    // int64 [1], then float [2.0], then float [3.0]: the floats replace the ints and merge.
+    let mut message = Vec::new();
+    for (field, payload) in [
+        (3u8, vec![1u8]),
+        (2, 2.0f32.to_le_bytes().to_vec()),
+        (2, 3.0f32.to_le_bytes().to_vec()),
+    ] {
+        let mut list = vec![0x0a, payload.len() as u8];
+        list.extend(payload);
+        message.push(field << 3 | 2);
+        message.push(list.len() as u8);
+        message.extend(list);
+    }
+    assert_eq!(
+        decode_feature(&message).unwrap(),
+        Feature::Float(vec![2.0, 3.0])
+    );
+    let mut entry = vec![0x0a, 1, b'f', 0x12, message.len() as u8];
+    entry.extend(&message);
+    let mut features = vec![0x0a, entry.len() as u8];
+    features.extend(entry);
+    let mut record = vec![0x0a, features.len() as u8];
+    record.extend(features);
+    let s = acc_of(&[record]).summary("all", 1, 1);
+    let f = feature(&s, "f");
+    assert_eq!((f.kinds.clone(), f.values), (vec![("float", 1)], 2));
+    let n = f.numbers.as_ref().unwrap();
+    assert_eq!((n.min, n.max), (2.0, 3.0));
+}

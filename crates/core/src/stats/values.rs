@@ -71,9 +71,13 @@ impl LengthCounts {
     }
 }
 
+/// Distinct finite values counted exactly before a feature's values go to the sketch.
+pub const EXACT_VALUES: usize = 1024;
+
 /// Numbers: count, NaNs, infinities, zeros, min / max, mean and variance (merged by Chan's
-/// formula), and a DDSketch for quantiles. NaNs and infinities stay out of the moments and
-/// the sketch; infinities still count toward min and max.
+/// formula), and quantiles: exact while there are at most [`EXACT_VALUES`] distinct values
+/// (labels, categories), from a DDSketch after that. NaNs and infinities stay out of the
+/// moments and quantiles; infinities still count toward min and max.
 #[derive(Clone)]
 pub struct Numbers {
     count: u64,
@@ -85,6 +89,8 @@ pub struct Numbers {
     mean: f64,
     m2: f64,
     all_integers: bool,
+    /// Counts by value (its bits), until there are too many values to count.
+    exact: Option<FxHashMap<u64, u64>>,
     sketch: DDSketch,
 }
 
@@ -100,7 +106,8 @@ impl Default for Numbers {
             mean: 0.0,
             m2: 0.0,
             all_integers: true,
-            sketch: DDSketch::new(Config::new(RELATIVE_ACCURACY, 2048, 1e-9)),
+            exact: Some(FxHashMap::default()),
+            sketch: new_sketch(),
         }
     }
 }
@@ -128,7 +135,7 @@ impl Numbers {
             if v == 0.0 {
                 self.zeros += 1;
             }
-            self.sketch.add(v);
+            self.add_value(v);
             n += 1;
             sum += v;
         }
@@ -141,6 +148,40 @@ impl Numbers {
             .map(|v| (v - mean) * (v - mean))
             .sum();
         self.combine(n, mean, m2);
+    }
+
+    #[inline]
+    fn add_value(&mut self, v: f64) {
+        match &mut self.exact {
+            Some(counts) => {
+                // 0.0 for -0.0: one value, as NumPy counts it.
+                *counts.entry((v + 0.0).to_bits()).or_default() += 1;
+                if counts.len() > EXACT_VALUES {
+                    self.spill();
+                }
+            }
+            None => self.sketch.add(v),
+        }
+    }
+
+    /// Moves the exact counts into the sketch, which takes every value from now on.
+    fn spill(&mut self) {
+        if let Some(counts) = self.exact.take() {
+            for (bits, n) in counts {
+                self.sketch.add_with_count(f64::from_bits(bits), n);
+            }
+        }
+    }
+
+    /// `(value, count)` in increasing value, while counted exactly.
+    fn sorted_exact(&self) -> Option<Vec<(f64, u64)>> {
+        let counts = self.exact.as_ref()?;
+        let mut v: Vec<(f64, u64)> = counts
+            .iter()
+            .map(|(b, n)| (f64::from_bits(*b), *n))
+            .collect();
+        v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        Some(v)
     }
 
     fn combine(&mut self, n: u64, mean: f64, m2: f64) {
@@ -161,24 +202,76 @@ impl Numbers {
         if other.count > 0 {
             self.combine(other.count, other.mean, other.m2);
         }
-        // Both sketches have the same configuration, so merging cannot fail.
-        let _ = self.sketch.merge(&other.sketch);
+        match (&mut self.exact, &other.exact) {
+            (Some(mine), Some(theirs)) => {
+                for (bits, n) in theirs {
+                    *mine.entry(*bits).or_default() += n;
+                }
+                if mine.len() > EXACT_VALUES {
+                    self.spill();
+                }
+            }
+            (_, theirs) => {
+                self.spill();
+                let mut other_sketch = other.sketch.clone();
+                for (bits, n) in theirs.iter().flatten() {
+                    other_sketch.add_with_count(f64::from_bits(*bits), *n);
+                }
+                // Both sketches have the same configuration, so merging cannot fail.
+                let _ = self.sketch.merge(&other_sketch);
+            }
+        }
     }
 
-    /// The quantile at `level` (0 to 1) of the finite values, rounded for integer features.
+    /// The quantile at `level` (0 to 1) of the finite values: the value at rank
+    /// `floor(level * (count - 1))` (NumPy's `method="lower"`) while values are counted
+    /// exactly, else the sketch's answer, within 1% of it (rounded for integer features).
     pub fn quantile(&self, level: f64) -> Option<f64> {
-        let q = self.sketch.quantile(level).ok().flatten()?;
-        // The sketch answers within 1% of a value; clamp into the seen range.
-        let q = q.clamp(self.finite_min()?, self.finite_max()?);
-        Some(if self.all_integers { q.round() } else { q })
+        self.quantiles(&[level]).pop().flatten()
+    }
+
+    /// [`Numbers::quantile`] at each of `levels`, in increasing order.
+    fn quantiles(&self, levels: &[f64]) -> Vec<Option<f64>> {
+        if self.count == 0 {
+            return vec![None; levels.len()];
+        }
+        if let Some(sorted) = self.sorted_exact() {
+            let mut out = Vec::with_capacity(levels.len());
+            let (mut i, mut below) = (0, 0u64);
+            for &level in levels {
+                let rank = (level * (self.count - 1) as f64).floor() as u64;
+                while i + 1 < sorted.len() && below + sorted[i].1 <= rank {
+                    below += sorted[i].1;
+                    i += 1;
+                }
+                out.push(Some(sorted[i].0));
+            }
+            return out;
+        }
+        let (lo, hi) = (self.sketch.min(), self.sketch.max());
+        levels
+            .iter()
+            .map(|&level| {
+                let q = self.sketch.quantile(level).ok().flatten()?;
+                // The sketch answers within 1% of a value; clamp into the seen range.
+                let q = q.clamp(lo?, hi?);
+                Some(if self.all_integers { q.round() } else { q })
+            })
+            .collect()
     }
 
     fn finite_min(&self) -> Option<f64> {
-        self.sketch.min()
+        match &self.exact {
+            Some(c) => c.keys().map(|b| f64::from_bits(*b)).min_by(f64::total_cmp),
+            None => self.sketch.min(),
+        }
     }
 
     fn finite_max(&self) -> Option<f64> {
-        self.sketch.max()
+        match &self.exact {
+            Some(c) => c.keys().map(|b| f64::from_bits(*b)).max_by(f64::total_cmp),
+            None => self.sketch.max(),
+        }
     }
 
     /// The share of finite values in each of `edges.len() - 1` buckets, estimated from 1001
@@ -190,8 +283,11 @@ impl Numbers {
             return out;
         }
         const POINTS: usize = 1001;
-        for i in 0..POINTS {
-            let Some(q) = self.quantile(i as f64 / (POINTS - 1) as f64) else {
+        let levels: Vec<f64> = (0..POINTS)
+            .map(|i| i as f64 / (POINTS - 1) as f64)
+            .collect();
+        for q in self.quantiles(&levels) {
+            let Some(q) = q else {
                 return out;
             };
             let b = edges[1..]
@@ -206,7 +302,8 @@ impl Numbers {
     pub fn summary(&self) -> NumSummary {
         let quantiles = QUANTILE_LEVELS
             .iter()
-            .map(|&level| (level, self.quantile(level).unwrap_or(f64::NAN)))
+            .zip(self.quantiles(&QUANTILE_LEVELS))
+            .map(|(&level, q)| (level, q.unwrap_or(f64::NAN)))
             .collect();
         let histogram = match (self.finite_min(), self.finite_max()) {
             (Some(lo), Some(hi)) if self.count > 0 => {
@@ -251,6 +348,10 @@ impl Numbers {
     pub fn range(&self) -> Option<(f64, f64)> {
         Some((self.finite_min()?, self.finite_max()?))
     }
+}
+
+fn new_sketch() -> DDSketch {
+    DDSketch::new(Config::new(RELATIVE_ACCURACY, 2048, 1e-9))
 }
 
 /// `buckets + 1` equal-width edges from `lo` to `hi` (a single bucket when they are equal).
