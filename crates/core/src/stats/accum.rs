@@ -247,7 +247,11 @@ impl SplitAcc {
                     self.uncounted += 1;
                     continue;
                 };
-                let start = value.as_ptr() as usize - base;
+                // An absent value is an empty slice that need not point into the record.
+                let start = match value.is_empty() {
+                    true => 0,
+                    false => value.as_ptr() as usize - base,
+                };
                 self.features[feature].stamp = (number, entries.len() as u32);
                 entries.push(Entry {
                     feature,

@@ -5,7 +5,7 @@
 //! differences between splits that deserve a look.
 
 mod accum;
-pub(crate) mod anomalies;
+mod anomalies;
 mod pass;
 mod summary;
 mod values;
@@ -14,6 +14,7 @@ mod values;
 mod tests;
 
 pub use accum::SplitAcc;
+pub use anomalies::find as find_anomalies;
 pub use pass::{Report, StatsPass};
 pub use summary::{
     Anomaly, BytesSummary, FeatureSummary, ImageSummary, NumSummary, SplitSummary, TopValue,

@@ -283,3 +283,19 @@ fn a_feature_of_several_lists_reads_as_protobuf_merges_them() {
     let n = f.numbers.as_ref().unwrap();
     assert_eq!((n.min, n.max), (2.0, 3.0));
 }
+
+#[test]
+fn a_map_entry_without_a_value_is_a_feature_with_no_list() {
+    // Example { features { feature { key: "k" } } }, the value left out.
+    let record = [0x0a, 0x05, 0x0a, 0x03, 0x0a, 0x01, b'k'];
+    assert_eq!(
+        crate::decode_example(&record).unwrap(),
+        vec![("k".to_owned(), Feature::Empty)]
+    );
+    let s = acc_of(&[record.to_vec()]).summary("all", 1, 1);
+    let k = feature(&s, "k");
+    assert_eq!(
+        (k.present, k.kinds.clone(), k.values),
+        (1, vec![("none", 1)], 0)
+    );
+}
