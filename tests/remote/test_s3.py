@@ -308,3 +308,17 @@ def test_convert_from_and_to_s3_then_load_and_inspect(s3, tmp_path):
     sheet = contact_sheet(out, "validation", out=tmp_path / "sheet.png", storage_options=s3.options)
     with Image.open(sheet) as img:
         assert img.size[0] > 0
+
+
+def test_stats_over_s3_match_local(s3, dataset, tmp_path):
+    url, local = dataset
+    remote = tfr.stats(url + "-*", storage_options=s3.options)
+    here = tfr.stats(local.files)
+    assert remote["files"] == [f"{url}-{k:05d}-of-00003.tfrecord" for k in range(3)]
+    assert list(remote["splits"]) == ["train"]
+    assert remote["records"] == N
+    assert remote["features"] == here["features"]
+    result = cli(s3, "stats", url + "-*", "--html", str(tmp_path / "r.html"))
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"3 files, {N:,} records, 3 features; splits: train")
+    assert (tmp_path / "r.html").read_text().count("<svg class='plot'") == 3
