@@ -2,7 +2,8 @@
 # Builds the documentation site into site/: installs the package with its [docs] extra into
 # .venv (compiling the extension, as the README's install command does), then runs
 # `mkdocs build --strict`, which fails on any warning (a broken link, a reference to no
-# object). The site works offline: open site/index.html in a browser.
+# object). The site works offline: open site/index.html in a browser. Only its search needs
+# a server (a browser runs no web worker from file://).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,3 +16,4 @@ VENV=${VENV:-.venv}
 NO_MKDOCS_2_WARNING=1 "$VENV/bin/python" -m mkdocs build --strict --site-dir site
 echo
 echo "Open $(pwd)/site/index.html"
+echo "(the search box needs the site served: $VENV/bin/python -m http.server -d site)"
