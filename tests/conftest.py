@@ -33,3 +33,39 @@ def ray_cluster():
         )
     ray.data.DataContext.get_current().enable_progress_bars = False
     return ray
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Headless Chromium from Debian's packages (``CHROMIUM`` names another binary), driven
+    by Playwright. Missing, it skips the test, which fails it in CI."""
+    from pathlib import Path
+
+    binary = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    if not Path(binary).exists():
+        pytest.skip(f"no Chromium at {binary} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=binary, headless=True, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def keep_artifacts():
+    """``keep_artifacts(folder, name)`` copies ``folder`` (screenshots, say) to
+    ``$TEST_ARTIFACTS/name`` when ``TEST_ARTIFACTS`` names a folder."""
+    import shutil
+    from pathlib import Path
+
+    def keep(folder: Path, name: str) -> None:
+        if os.environ.get("TEST_ARTIFACTS"):
+            target = Path(os.environ["TEST_ARTIFACTS"]) / name
+            shutil.copytree(folder, target, dirs_exist_ok=True)
+
+    return keep

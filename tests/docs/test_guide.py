@@ -65,6 +65,13 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     # The rest of tf.io.
     assert "[(4, 16), (2, 16)]\n[[0, 1, 2, 3], [4, 5, 6, 7]]\n[[0, 1], [4, 5]]\n" in out
     assert "\nTrue [1, 2]\nmem_level 12 is out of range 1-9\n0 True\nCorruptRecordError\n" in out
+    # Statistics, per split, with what differs between the splits.
+    assert (
+        "9000 ['test', 'train', 'validation']\n9000 4.5 True\n2.0 4.0\n['cat', 'dog', 'emu']\n"
+        "distribution_shift animal test\nunseen_category animal test\n"
+        "distribution_shift weight test\n"
+    ) in out
+    assert (tmp_path / "zoo-report.html").read_text().count("<svg class='plot'") == 3
 
 
 def test_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -27,7 +26,6 @@ import pytest
 import tfrecordkit
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
 @pytest.fixture(scope="module")
@@ -139,12 +137,6 @@ def server(site: Path) -> Iterator[str]:
         thread.join()
 
 
-def _missing(why: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{why}; CI must run the browser test")
-    pytest.skip(why)
-
-
 # Page, its h1, and a word its code shows.
 PAGES = [
     ("index.html", "tfrecordkit", "RecordWriter"),
@@ -154,76 +146,69 @@ PAGES = [
 
 
 @pytest.mark.timeout(120)
-def test_pages_render_and_search_works_in_chromium(server: str, tmp_path: Path) -> None:
-    if not Path(CHROMIUM).exists():
-        _missing(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("Playwright is not installed (pip install playwright)")
+def test_pages_render_and_search_works_in_chromium(
+    chromium, keep_artifacts, server: str, tmp_path: Path
+) -> None:
     shots = tmp_path / "screenshots"
     shots.mkdir()
     problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(15_000)
-            page.on(
-                "console",
-                lambda m: (
-                    problems.append(f"console {m.type}: {m.text}")
-                    if m.type in ("error", "warning")
-                    else None
-                ),
-            )
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
-            page.on(
-                "request",
-                lambda r: (
-                    problems.append(f"request to elsewhere: {r.url}")
-                    if urlsplit(r.url).hostname not in ("127.0.0.1", None)
-                    and not r.url.startswith("data:")
-                    else None
-                ),
-            )
-            for path, title, word in PAGES:
-                response = page.goto(f"{server}/{path}", wait_until="load")
-                assert response is not None and response.ok, path
-                h1 = page.locator("article h1").first.inner_text()
-                assert h1.strip().removesuffix("¶").strip() == title, path
-                code = page.locator("article pre code")
-                assert code.count() > 0, path
-                assert word in page.locator("article").inner_text(), path
-                page.screenshot(path=shots / f"{path.replace('/', '-')[:-5]}.png")
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.set_default_timeout(15_000)
+        page.on(
+            "console",
+            lambda m: (
+                problems.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning")
+                else None
+            ),
+        )
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+        page.on(
+            "request",
+            lambda r: (
+                problems.append(f"request to elsewhere: {r.url}")
+                if urlsplit(r.url).hostname not in ("127.0.0.1", None)
+                and not r.url.startswith("data:")
+                else None
+            ),
+        )
+        for path, title, word in PAGES:
+            response = page.goto(f"{server}/{path}", wait_until="load")
+            assert response is not None and response.ok, path
+            h1 = page.locator("article h1").first.inner_text()
+            assert h1.strip().removesuffix("¶").strip() == title, path
+            code = page.locator("article pre code")
+            assert code.count() > 0, path
+            assert word in page.locator("article").inner_text(), path
+            page.screenshot(path=shots / f"{path.replace('/', '-')[:-5]}.png")
 
-            # The in-site search: its index loads in a web worker, then results show as
-            # one types.
-            page.goto(f"{server}/guide/examples.html", wait_until="load")
-            box = page.locator("input.md-search__input")
-            box.click()
-            # "Initializing search" until the worker has built the index.
-            page.wait_for_function(
-                "() => !/Initializing/i.test("
-                "document.querySelector('.md-search-result__meta')?.textContent ?? 'x')",
-                timeout=30_000,
-            )
-            box.press_sequentially("parse_example", delay=20)
-            results = page.locator(".md-search-result__item")
-            results.first.wait_for(state="visible")
-            assert results.count() > 0
-            assert "parse_example" in page.locator(".md-search-result").inner_text()
-            page.wait_for_timeout(500)  # the results fade in
-            page.screenshot(path=shots / "search.png")
-            # A result leads to its page.
-            results.first.locator("a").first.click()
-            page.wait_for_load_state("load")
-            assert "search" not in page.url and page.locator("article h1").count() == 1
-        finally:
-            browser.close()
-    if os.environ.get("TEST_ARTIFACTS"):
-        shutil.copytree(shots, Path(os.environ["TEST_ARTIFACTS"]) / "docs-site", dirs_exist_ok=True)
+        # The in-site search: its index loads in a web worker, then results show as
+        # one types.
+        page.goto(f"{server}/guide/examples.html", wait_until="load")
+        box = page.locator("input.md-search__input")
+        box.click()
+        # "Initializing search" until the worker has built the index.
+        page.wait_for_function(
+            "() => !/Initializing/i.test("
+            "document.querySelector('.md-search-result__meta')?.textContent ?? 'x')",
+            timeout=30_000,
+        )
+        box.press_sequentially("parse_example", delay=20)
+        results = page.locator(".md-search-result__item")
+        results.first.wait_for(state="visible")
+        assert results.count() > 0
+        assert "parse_example" in page.locator(".md-search-result").inner_text()
+        page.wait_for_timeout(500)  # the results fade in
+        page.screenshot(path=shots / "search.png")
+        # A result leads to its page.
+        results.first.locator("a").first.click()
+        page.wait_for_load_state("load")
+        assert "search" not in page.url and page.locator("article h1").count() == 1
+    finally:
+        page.close()
+    keep_artifacts(shots, "docs-site")
     assert problems == []
     assert sorted(f.name for f in shots.iterdir()) == [
         "guide-examples.png",

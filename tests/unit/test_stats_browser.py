@@ -1,34 +1,15 @@
 """The HTML statistics report in a real browser (headless Chromium): it renders with no
-console errors and fetches nothing, and every feature has its plot. A screenshot is kept
-under ``$TEST_ARTIFACTS`` (or the test's temporary directory)."""
+console errors and fetches nothing, and every feature has its plot. Its screenshot is kept
+in ``$TEST_ARTIFACTS/stats-report/`` when ``TEST_ARTIFACTS`` names a folder."""
 
 from __future__ import annotations
 
 import io
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
-import pytest
 import tfrecordkit as tfr
 from PIL import Image
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail(f"Chromium is missing ({CHROMIUM}); scripts/test.sh installs it")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 def _image(size: tuple[int, int]) -> bytes:
@@ -37,7 +18,7 @@ def _image(size: tuple[int, int]) -> bytes:
     return buf.getvalue()
 
 
-def test_report_renders_every_plot_without_errors(browser, tmp_path: Path) -> None:
+def test_report_renders_every_plot_without_errors(chromium, keep_artifacts, tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     for split, shift in (("train", 0.0), ("test", 2.0)):
         with tfr.RecordWriter(str(tmp_path / f"{split}-00000-of-00001.tfrecord")) as w:
@@ -58,7 +39,7 @@ def test_report_renders_every_plot_without_errors(browser, tmp_path: Path) -> No
     page_path = tmp_path / "report.html"
     report.to_html(page_path)
 
-    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page = chromium.new_page(viewport={"width": 1100, "height": 900})
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
@@ -82,11 +63,11 @@ def test_report_renders_every_plot_without_errors(browser, tmp_path: Path) -> No
     assert "<b>&0'\"" in labels  # shown as text, not taken as markup
     assert page.locator("section[id='feature-name'] svg b").count() == 0
 
-    artifacts = Path(os.environ.get("TEST_ARTIFACTS") or tmp_path)
-    artifacts.mkdir(parents=True, exist_ok=True)
-    shot = artifacts / "stats-report.png"
-    page.screenshot(path=str(shot), full_page=True)
-    assert shot.stat().st_size > 10_000
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    page.screenshot(path=shots / "report.png", full_page=True)
+    assert (shots / "report.png").stat().st_size > 10_000
     page.close()
+    keep_artifacts(shots, "stats-report")
     assert problems == []
     assert fetched == [page_path.as_uri()]
