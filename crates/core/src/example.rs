@@ -152,21 +152,21 @@ pub fn read_int64_list(buf: &[u8], out: &mut Vec<i64>) -> Result<()> {
     Ok(())
 }
 
-/// The list fields of a `Feature` message, as `(kind, list bytes)`, in order.
-/// The last kind present is the feature's kind; earlier lists of that same kind merge.
-pub fn feature_lists_of(buf: &[u8]) -> Result<(Option<Kind>, Vec<&[u8]>)> {
+/// The kind of a `Feature` message's values, and its fields from where the last run of
+/// lists of that kind begins: protobuf merges repeated lists of one kind, and a list of
+/// another kind replaces those before it. [`for_each_list`] reads the lists from there.
+pub fn last_lists(buf: &[u8]) -> Result<(Option<Kind>, &[u8])> {
     let mut r = WireReader::new(buf);
-    let mut kind = None;
-    let mut parts = Vec::new();
+    let (mut kind, mut start) = (None, 0);
     while !r.is_empty() {
+        let at = r.pos();
         let (field, wt) = r.tag()?;
         match Kind::from_field(field) {
             Some(k) if wt == wire::LEN => {
                 if kind != Some(k) {
-                    parts.clear();
-                    kind = Some(k);
+                    (kind, start) = (Some(k), at);
                 }
-                parts.push(r.bytes()?);
+                r.bytes()?;
             }
             Some(_) => {
                 return Err(Error::decode(format!(
@@ -176,7 +176,67 @@ pub fn feature_lists_of(buf: &[u8]) -> Result<(Option<Kind>, Vec<&[u8]>)> {
             None => r.skip(field, wt)?,
         }
     }
+    Ok((kind, &buf[start..]))
+}
+
+/// Calls `f` with each list of `kind` in `fields` (as [`last_lists`] gives them).
+pub fn for_each_list<'a>(
+    fields: &'a [u8],
+    kind: Kind,
+    mut f: impl FnMut(&'a [u8]) -> Result<()>,
+) -> Result<()> {
+    let mut r = WireReader::new(fields);
+    while !r.is_empty() {
+        let (field, wt) = r.tag()?;
+        if Kind::from_field(field) == Some(kind) {
+            f(r.bytes()?)?;
+        } else {
+            r.skip(field, wt)?;
+        }
+    }
+    Ok(())
+}
+
+/// The list fields of a `Feature` message, as `(kind, list bytes)`, in order.
+/// The last kind present is the feature's kind; earlier lists of that same kind merge.
+pub fn feature_lists_of(buf: &[u8]) -> Result<(Option<Kind>, Vec<&[u8]>)> {
+    let (kind, fields) = last_lists(buf)?;
+    let mut parts = Vec::new();
+    if let Some(kind) = kind {
+        for_each_list(fields, kind, |p| {
+            parts.push(p);
+            Ok(())
+        })?;
+    }
     Ok((kind, parts))
+}
+
+/// Calls `f` with the bytes of each map entry (`key = 1`, `value = 2`) in the fields numbered
+/// `field` of `message`: the `feature` entries of an `Example` (field 1, its `Features`), or
+/// the `feature_list` entries of a `SequenceExample` (field 2, its `FeatureLists`).
+pub fn for_each_map_entry<'a>(
+    message: &'a [u8],
+    field: u32,
+    mut f: impl FnMut(&'a [u8]) -> Result<()>,
+) -> Result<()> {
+    let mut r = WireReader::new(message);
+    while !r.is_empty() {
+        let (number, wt) = r.tag()?;
+        if number != field || wt != wire::LEN {
+            r.skip(number, wt)?;
+            continue;
+        }
+        let mut map = WireReader::new(r.bytes()?);
+        while !map.is_empty() {
+            let (number, wt) = map.tag()?;
+            if number != 1 || wt != wire::LEN {
+                map.skip(number, wt)?;
+                continue;
+            }
+            f(map.bytes()?)?;
+        }
+    }
+    Ok(())
 }
 
 /// Decodes a `Feature` message.

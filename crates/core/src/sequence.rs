@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::example::{read_map_entry, EntryValue};
+use crate::example::{for_each_map_entry, read_map_entry, EntryValue};
 use crate::parse::{pool_usable, read_feature_into, split_run, Column, DType, PARALLEL_MIN_BYTES};
 use crate::wire::{self, WireReader};
 
@@ -111,51 +111,36 @@ fn read_record(
     cols: &mut [FeatureListColumn],
     starts: &[(usize, usize)],
 ) -> Result<()> {
-    let mut r = WireReader::new(record);
-    while !r.is_empty() {
-        let (field, wt) = r.tag()?;
-        if field != 2 || wt != wire::LEN {
-            r.skip(field, wt)?;
-            continue;
+    for_each_map_entry(record, 2, |entry| {
+        let (key, value) = read_map_entry(entry)?;
+        let Some(&i) = lookup.get(key) else {
+            return Ok(());
+        };
+        let (key, dtype) = (&wanted[i].0, wanted[i].1);
+        let col = &mut cols[i];
+        let last = col.present.len() - 1;
+        if col.present[last] {
+            col.values.truncate(starts[i].0);
+            col.step_values.truncate(starts[i].1);
         }
-        let mut lists = WireReader::new(r.bytes()?);
-        while !lists.is_empty() {
-            let (f, w) = lists.tag()?;
-            if f != 1 || w != wire::LEN {
-                lists.skip(f, w)?;
-                continue;
+        col.present[last] = true;
+        let joined;
+        let list: &[u8] = match value {
+            EntryValue::Absent => &[],
+            EntryValue::One(b) => b,
+            EntryValue::Many(parts) => {
+                joined = parts.concat();
+                &joined
             }
-            let (key, value) = read_map_entry(lists.bytes()?)?;
-            let Some(&i) = lookup.get(key) else {
-                continue;
-            };
-            let (key, dtype) = (&wanted[i].0, wanted[i].1);
-            let col = &mut cols[i];
-            let last = col.present.len() - 1;
-            if col.present[last] {
-                col.values.truncate(starts[i].0);
-                col.step_values.truncate(starts[i].1);
+        };
+        read_steps(list, dtype, col).map_err(|e| {
+            let e = e.with_key(key);
+            Error {
+                message: format!("feature list {key:?}: {}", e.message),
+                ..e
             }
-            col.present[last] = true;
-            let joined;
-            let list: &[u8] = match value {
-                EntryValue::Absent => &[],
-                EntryValue::One(b) => b,
-                EntryValue::Many(parts) => {
-                    joined = parts.concat();
-                    &joined
-                }
-            };
-            read_steps(list, dtype, col).map_err(|e| {
-                let e = e.with_key(key);
-                Error {
-                    message: format!("feature list {key:?}: {}", e.message),
-                    ..e
-                }
-            })?;
-        }
-    }
-    Ok(())
+        })
+    })
 }
 
 /// The steps (`Feature`s) of one `FeatureList`.

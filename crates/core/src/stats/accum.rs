@@ -8,9 +8,9 @@ use super::values::{Bytes, LengthCounts, Numbers};
 use super::MAX_FEATURES;
 use crate::error::{Error, Result};
 use crate::example::{
-    read_bytes_list, read_float_list, read_int64_list, read_map_entry, utf8_key, EntryValue, Kind,
+    for_each_list, for_each_map_entry, last_lists, read_bytes_list, read_float_list,
+    read_int64_list, read_map_entry, utf8_key, EntryValue, Kind,
 };
-use crate::wire::{self, WireReader};
 
 /// One feature's accumulators.
 #[derive(Default, Clone)]
@@ -123,48 +123,6 @@ impl FeatureAcc {
     }
 }
 
-/// The kind of a `Feature` message's values, and its fields from where the last run of
-/// lists of that kind begins: protobuf merges repeated lists of one kind, and a list of
-/// another kind replaces those before it (as [`feature_lists_of`](crate::example) reads it,
-/// without collecting the lists).
-fn last_lists(buf: &[u8]) -> Result<(Option<Kind>, &[u8])> {
-    let mut r = WireReader::new(buf);
-    let (mut kind, mut start) = (None, 0);
-    while !r.is_empty() {
-        let at = r.pos();
-        let (field, wt) = r.tag()?;
-        match Kind::from_field(field) {
-            Some(k) if wt == wire::LEN => {
-                if kind != Some(k) {
-                    (kind, start) = (Some(k), at);
-                }
-                r.bytes()?;
-            }
-            Some(_) => {
-                return Err(Error::decode(format!(
-                    "malformed Feature: list field {field} has wire type {wt}"
-                )))
-            }
-            None => r.skip(field, wt)?,
-        }
-    }
-    Ok((kind, &buf[start..]))
-}
-
-/// Calls `f` with each list of `kind` in `fields` (from [`last_lists`]).
-fn for_each_list(fields: &[u8], kind: Kind, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
-    let mut r = WireReader::new(fields);
-    while !r.is_empty() {
-        let (field, wt) = r.tag()?;
-        if Kind::from_field(field) == Some(kind) {
-            f(r.bytes()?)?;
-        } else {
-            r.skip(field, wt)?;
-        }
-    }
-    Ok(())
-}
-
 /// A map entry of the record being read: the feature it names and where its value is.
 #[derive(Clone)]
 struct Entry {
@@ -218,49 +176,35 @@ impl SplitAcc {
     /// entry (protobuf keeps the last value of a repeated map key).
     fn collect(&mut self, record: &[u8], number: u64, entries: &mut Vec<Entry>) -> Result<()> {
         let base = record.as_ptr() as usize;
-        let mut r = WireReader::new(record);
-        while !r.is_empty() {
-            let (field, wt) = r.tag()?;
-            if field != 1 || wt != wire::LEN {
-                r.skip(field, wt)?;
-                continue;
-            }
-            let mut features = WireReader::new(r.bytes()?);
-            while !features.is_empty() {
-                let (field, wt) = features.tag()?;
-                if field != 1 || wt != wire::LEN {
-                    features.skip(field, wt)?;
-                    continue;
+        for_each_map_entry(record, 1, |entry| {
+            let (key, value) = read_map_entry(entry)?;
+            let value: &[u8] = match value {
+                EntryValue::Absent => &[],
+                EntryValue::One(v) => v,
+                EntryValue::Many(_) => {
+                    return Err(Error::decode(
+                        "a feature's value field appears more than once in one map entry",
+                    )
+                    .with_key(utf8_key(key).unwrap_or("?")));
                 }
-                let (key, value) = read_map_entry(features.bytes()?)?;
-                let value: &[u8] = match value {
-                    EntryValue::Absent => &[],
-                    EntryValue::One(v) => v,
-                    EntryValue::Many(_) => {
-                        return Err(Error::decode(
-                            "a feature's value field appears more than once in one map entry",
-                        )
-                        .with_key(utf8_key(key).unwrap_or("?")));
-                    }
-                };
-                let Some(feature) = self.feature_index(key, entries.len())? else {
-                    self.uncounted += 1;
-                    continue;
-                };
-                // An absent value is an empty slice that need not point into the record.
-                let start = match value.is_empty() {
-                    true => 0,
-                    false => value.as_ptr() as usize - base,
-                };
-                self.features[feature].stamp = (number, entries.len() as u32);
-                entries.push(Entry {
-                    feature,
-                    start,
-                    end: start + value.len(),
-                });
-            }
-        }
-        Ok(())
+            };
+            let Some(feature) = self.feature_index(key, entries.len())? else {
+                self.uncounted += 1;
+                return Ok(());
+            };
+            // An absent value is an empty slice that need not point into the record.
+            let start = match value.is_empty() {
+                true => 0,
+                false => value.as_ptr() as usize - base,
+            };
+            self.features[feature].stamp = (number, entries.len() as u32);
+            entries.push(Entry {
+                feature,
+                start,
+                end: start + value.len(),
+            });
+            Ok(())
+        })
     }
 
     fn feature_index(&mut self, key: &[u8], pos: usize) -> Result<Option<usize>> {
