@@ -69,3 +69,118 @@ def keep_artifacts():
             shutil.copytree(folder, target, dirs_exist_ok=True)
 
     return keep
+
+
+def _spark_session(master: str):
+    """A Spark session on ``master``, its Python workers this interpreter, on loopback."""
+    import sys
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        if active.sparkContext.master == master:
+            return active
+        active.stop()
+    spark = (
+        SparkSession.builder.master(master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    import tfrecordkit as tfr
+
+    tfr.spark.register(spark)
+    return spark
+
+
+@pytest.fixture
+def spark():
+    """A local Spark session with two cores, shared by the tests (started once)."""
+    return _spark_session("local[2]")
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A Spark standalone cluster on loopback: a master and two workers of one core each,
+    started from the PySpark installation and stopped afterwards. Yields its master URL."""
+    import socket
+    import subprocess
+    import time
+    from pathlib import Path
+
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    logs = tmp_path_factory.mktemp("spark-cluster")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1"}
+    env["SPARK_NO_DAEMONIZE"] = "1"
+    spark_class = str(home / "bin" / "spark-class")
+    master = f"spark://127.0.0.1:{port}"
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        with open(logs / f"{name}.log", "w") as out:  # the process keeps its own copy
+            return subprocess.Popen(
+                [spark_class, *args], env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    procs = [
+        start(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            "0",
+        )
+    ]
+    deadline = time.monotonic() + 60
+    while "Starting Spark master" not in (logs / "master.log").read_text():
+        assert time.monotonic() < deadline, (logs / "master.log").read_text()
+        time.sleep(0.2)
+    for i in range(2):
+        procs.append(
+            start(
+                f"worker{i}",
+                "org.apache.spark.deploy.worker.Worker",
+                master,
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--webui-port",
+                "0",
+                "--host",
+                "127.0.0.1",
+                "--work-dir",
+                str(logs / f"work{i}"),
+            )
+        )
+    for i in range(2):
+        log = logs / f"worker{i}.log"
+        while "Successfully registered with master" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+    try:
+        yield master
+    finally:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None and active.sparkContext.master == master:
+            active.stop()
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            p.wait(30)

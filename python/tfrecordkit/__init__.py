@@ -163,9 +163,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # ``tfr.ray`` imports Ray (an optional dependency) when first used.
-    if name == "ray":
+    # ``tfr.ray`` and ``tfr.spark`` import Ray / PySpark (optional dependencies) when first
+    # used.
+    if name in ("ray", "spark"):
         import importlib
 
-        return importlib.import_module(".integrations.ray", __name__)
+        return importlib.import_module(f".integrations.{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,405 @@
+"""Apache Spark: ``spark.read.format("tfrecord")`` and ``df.write.format("tfrecord")``, as a
+Spark 4 Python data source that exchanges Arrow record batches, with no jar.
+
+Reading is :func:`tfrecordkit.read_arrow` in Spark's tasks, a file per partition, cast to
+the Arrow types Spark expects. Writing encodes each task's Arrow batches natively into one
+part; the driver commits the parts once every task has finished, as
+:func:`tfrecordkit.write_dataset` commits its shards: ``-SSSSS-of-NNNNN`` names, index
+sidecars and a manifest, all or nothing.
+
+>>> tfr.spark.register(spark)                                    # doctest: +SKIP
+>>> df = spark.read.format("tfrecord").load("data/train-*.tfrecord")  # doctest: +SKIP
+>>> df.write.format("tfrecord").mode("overwrite").save("out/train")  # doctest: +SKIP
+
+Option names follow spark-tfrecord's where they mean the same thing (``recordType``,
+``codec``), so that its users can switch by changing the format name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceArrowWriter,
+        DataSourceReader,
+        InputPartition,
+        WriterCommitMessage,
+    )
+except ImportError as err:  # pragma: no cover - the [spark] extra installs it
+    raise ImportError(
+        "tfrecordkit.spark needs PySpark 4: pip install 'tfrecordkit[spark]'"
+    ) from err
+
+from ..datasets.commit import DatasetCommit
+from ..datasets.manifest import manifest_path
+from ..io.paths import exists, expand_paths, is_url
+from ..schema.columns import as_table
+from ..schema.features import Schema
+from ..schema.reading import infer_schema
+from .arrow import arrow_columns, read_arrow
+
+__all__ = ["TFRecordDataSource", "register"]
+
+#: Spark's format name for TFRecords.
+FORMAT = "tfrecord"
+_RECORD_TYPES = ("example", "sequenceexample", "bytearray")
+_MODES = {"error": "errorifexists", "errorifexists": "errorifexists", "default": "errorifexists"}
+
+
+def register(spark: Any) -> None:
+    """Makes ``format("tfrecord")`` read and write TFRecords in ``spark``'s session.
+
+    Python data sources take only Spark's ``append`` and ``overwrite`` save modes; this
+    also teaches ``DataFrameWriter`` the others for ``tfrecord``: ``errorifexists`` (the
+    default) and ``ignore`` look for a dataset at the prefix first, and the commit checks
+    again.
+    """
+    _require_java()
+    spark.dataSource.register(TFRecordDataSource)
+    _teach_save_modes()
+
+
+def _require_java() -> None:
+    import shutil
+
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        raise RuntimeError("Spark needs Java (17 or later): install it, or set JAVA_HOME")
+
+
+def _storage_options(options: dict[str, str]) -> dict[str, Any] | None:
+    text = options.get("storage_options") or options.get("storageoptions")
+    return json.loads(text) if text else None
+
+
+def _paths(options: dict[str, str]) -> list[str]:
+    if options.get("paths"):
+        paths = json.loads(options["paths"])
+    elif options.get("path"):
+        paths = [options["path"]]
+    else:
+        raise ValueError("no path to read: load(path) or load([paths])")
+    files: list[str] = []
+    for p in paths:
+        local = not is_url(p) and os.path.isdir(p)
+        files += expand_paths(os.path.join(p, "*") if local else p, storage_options=_so(options))
+    return files
+
+
+def _so(options: dict[str, str]) -> dict[str, Any] | None:
+    return _storage_options({k.lower(): v for k, v in options.items()})
+
+
+def _compression(options: dict[str, str]) -> str | None:
+    value = (options.get("compression") or options.get("codec") or "auto").lower()
+    aliases = {"none": None, "uncompressed": None, "gzip": "gzip", "zlib": "zlib", "auto": "auto"}
+    if value.rsplit(".", 1)[-1] == "gzipcodec":  # spark-tfrecord's Hadoop codec class name
+        return "gzip"
+    if value not in aliases:
+        raise ValueError(f"compression must be none, gzip or zlib, not {value!r}")
+    return aliases[value]
+
+
+@dataclass
+class _ReadPlan:
+    files: list[str]
+    record_type: str
+    context: Schema | None
+    lists: Schema | None
+    arrow_schema: Any
+    strings: bool | list[str]
+    compression: str | None
+    storage_options: dict[str, Any] | None
+    on_error: str
+    resync: bool = False
+
+
+def _plan(options: dict[str, str]) -> _ReadPlan:
+    import pyarrow as pa
+
+    options = {k.lower(): v for k, v in options.items()}
+    record_type = options.get("recordtype", "Example").lower()
+    if record_type not in _RECORD_TYPES:
+        raise ValueError(
+            f"recordType must be Example, SequenceExample or ByteArray, not {record_type!r}"
+        )
+    files = _paths(options)
+    so = _storage_options(options)
+    compression = _compression(options)
+    strings_opt = options.get("strings", "false")
+    strings: bool | list[str] = (
+        strings_opt.lower() == "true"
+        if strings_opt.lower() in ("true", "false")
+        else [s.strip() for s in strings_opt.split(",") if s.strip()]
+    )
+    on_error = options.get("onerror", "raise").lower()
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"onError must be raise or skip, not {on_error!r}")
+    resync = options.get("resync", "false").lower() == "true"
+    if record_type == "bytearray":
+        schema = pa.schema([("byteArray", pa.binary())])
+        return _ReadPlan(
+            files, record_type, None, None, schema, False, compression, so, on_error, resync
+        )
+    given = options.get("schema")
+    context: Schema | None = None
+    lists: Schema | None = None
+    if given and given.lstrip().startswith("{"):
+        context = Schema.from_json(given)
+        if options.get("sequenceschema"):
+            lists = Schema.from_json(options["sequenceschema"])
+    else:
+        inferred = infer_schema(files, compression=compression, storage_options=so)
+        context, lists = inferred, inferred.sequence
+        if record_type == "example":
+            lists = None
+    context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
+    return _ReadPlan(
+        files, record_type, context, lists, arrow_schema, strings, compression, so, on_error, resync
+    )
+
+
+def spark_type(arrow_type: Any) -> Any:
+    """The Spark SQL type of an Arrow type that :func:`tfrecordkit.read_arrow` gives."""
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    if pa.types.is_int64(arrow_type):
+        return T.LongType()
+    if pa.types.is_float32(arrow_type):
+        return T.FloatType()
+    if pa.types.is_float64(arrow_type):
+        return T.DoubleType()
+    if pa.types.is_large_binary(arrow_type) or pa.types.is_binary(arrow_type):
+        return T.BinaryType()
+    if pa.types.is_large_string(arrow_type) or pa.types.is_string(arrow_type):
+        return T.StringType()
+    if (
+        pa.types.is_large_list(arrow_type)
+        or pa.types.is_list(arrow_type)
+        or pa.types.is_fixed_size_list(arrow_type)
+    ):
+        return T.ArrayType(spark_type(arrow_type.value_type), containsNull=False)
+    if pa.types.is_struct(arrow_type):
+        return T.StructType(
+            [T.StructField(f.name, spark_type(f.type), f.nullable) for f in arrow_type]
+        )
+    raise TypeError(f"no Spark type for the Arrow type {arrow_type}")
+
+
+def _struct(arrow_schema: Any) -> Any:
+    from pyspark.sql import types as T
+
+    return T.StructType(
+        [T.StructField(f.name, spark_type(f.type), nullable=True) for f in arrow_schema]
+    )
+
+
+class TFRecordDataSource(DataSource):
+    """``format("tfrecord")``: reads TFRecord files of Examples (or SequenceExamples, or
+    raw records) as rows, and writes rows as a committed dataset of shards.
+
+    Read options: ``schema`` (a tfrecordkit schema's ``to_json()``; a Spark DDL string goes
+    to ``.schema(...)``), ``sequenceSchema``, ``recordType`` (``Example``,
+    ``SequenceExample``, ``ByteArray``), ``compression`` (or ``codec``; detected by
+    default), ``strings`` (``true``, or the features to read as StringType), ``onError``
+    (``raise`` or ``skip``), ``storage_options`` (JSON, for ``s3://`` and other URLs).
+    Write options: ``compression``, ``index`` (``false`` for no ``.idx`` sidecars),
+    ``storage_options``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> Any:
+        return _struct(_plan(dict(self.options)).arrow_schema)
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return _Reader(_plan(dict(self.options)), schema)
+
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
+        return _Writer(dict(self.options), overwrite)
+
+
+class _File(InputPartition):
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, plan: _ReadPlan, schema: Any) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.plan = plan
+        self.target = to_arrow_schema(schema)
+        names = [f.name for f in plan.arrow_schema]
+        missing = [n for n in self.target.names if n not in names]
+        if missing:
+            raise ValueError(f"columns {missing} are not in the data, whose features are {names}")
+
+    def partitions(self) -> list[InputPartition]:
+        return [_File(f) for f in self.plan.files]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import pyarrow as pa
+
+        p = self.plan
+        path = partition.value  # type: ignore[attr-defined]
+        if p.record_type == "bytearray":
+            from ..io.records import read_batches
+
+            for batch in read_batches(
+                path, 4096, compression=p.compression, storage_options=p.storage_options
+            ):
+                yield pa.RecordBatch.from_arrays([pa.array(batch, pa.binary())], ["byteArray"])
+            return
+        reader = read_arrow(
+            path,
+            p.context,
+            sequence_schema=p.lists,
+            strings=p.strings,
+            compression=p.compression,
+            storage_options=p.storage_options,
+            on_error=p.on_error,  # type: ignore[arg-type]
+            resync=p.resync,
+        )
+        for batch in reader:
+            yield batch.select(self.target.names).cast(self.target)
+
+
+@dataclass
+class _Part(WriterCommitMessage):
+    task: int
+    info: dict[str, Any]
+    schema: str | None
+
+
+class _Writer(DataSourceArrowWriter):
+    def __init__(self, options: dict[str, str], overwrite: bool) -> None:
+        options = {k.lower(): v for k, v in options.items()}
+        prefix = options.get("path")
+        if not prefix:
+            raise ValueError("no prefix to write to: save(prefix)")
+        compression = _compression(options)
+        if compression == "auto":
+            compression = None
+        mode = options.get("tfrecordkit_mode", "overwrite" if overwrite else "errorifexists")
+        self.index = options.get("index", "true").lower() != "false" and compression is None
+        self.commit_ = DatasetCommit(
+            prefix if is_url(prefix) else os.path.abspath(prefix),
+            compression=compression,
+            index=self.index,
+            overwrite=mode == "overwrite",
+            storage_options=_storage_options(options),
+        )
+        self.commit_.begin()
+
+    def write(self, iterator: Iterator[Any]) -> _Part:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task = ctx.partitionId() if ctx else 0
+        attempt = ctx.attemptNumber() if ctx else 0
+        schema: str | None = None
+
+        def fill(writer: Any) -> None:
+            nonlocal schema
+            for batch in iterator:
+                table = as_table(pa.Table.from_batches([batch]))
+                if schema is None:
+                    schema = table.schema().to_json()
+                writer.write_columns(table.native())
+
+        info = self.commit_.write_part(f"{task:05d}-{attempt}", fill)
+        return _Part(task, info, schema)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        # Only the parts the tasks reported: a lost task's retry may have left another.
+        parts = sorted((m for m in messages if isinstance(m, _Part)), key=lambda m: m.task)
+        kept = [m for m in parts if m.info["records"]] or parts[:1]
+        self.commit_.abort([m.info for m in parts if m not in kept])
+        try:
+            if not kept:  # no rows and no tasks: the dataset is one empty shard
+                kept = [self.write(iter(()))]
+            schemas = {m.schema for m in kept if m.schema is not None}
+            schema = Schema.from_json(schemas.pop()) if len(schemas) == 1 else None
+            self.commit_.commit([m.info for m in kept], schema)
+        finally:
+            self.commit_.clean_parts()
+            self.commit_.release()
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.commit_.abort([m.info for m in messages if isinstance(m, _Part)])
+        self.commit_.clean_parts()
+        self.commit_.release()
+
+
+def _teach_save_modes() -> None:
+    """``DataFrameWriter`` learns ``errorifexists`` and ``ignore`` for ``tfrecord``."""
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    if getattr(DataFrameWriter, "_tfrecordkit_modes", False):
+        return
+    original = {n: getattr(DataFrameWriter, n) for n in ("format", "mode", "option", "save")}
+
+    def format(self: Any, source: str) -> Any:
+        self._tfr_format = source
+        return original["format"](self, source)
+
+    def mode(self: Any, save_mode: str | None) -> Any:
+        self._tfr_mode = save_mode
+        return original["mode"](self, save_mode)
+
+    def option(self: Any, key: str, value: Any) -> Any:
+        self.__dict__.setdefault("_tfr_options", {})[key.lower()] = str(value)
+        return original["option"](self, key, value)
+
+    def save(
+        self: Any,
+        path: str | None = None,
+        format: str | None = None,
+        mode: str | None = None,
+        partitionBy: Any = None,
+        **options: Any,
+    ) -> None:
+        fmt = format or getattr(self, "_tfr_format", None)
+        if fmt != FORMAT:
+            return original["save"](self, path, format, mode, partitionBy, **options)
+        if partitionBy:
+            raise ValueError("partitionBy is not supported for tfrecord: write each part alone")
+        wanted = (mode or getattr(self, "_tfr_mode", None) or "errorifexists").lower()
+        wanted = _MODES.get(wanted, wanted)
+        if wanted not in ("errorifexists", "ignore", "overwrite"):
+            raise ValueError(
+                f"save mode {wanted!r} is not supported for tfrecord (errorifexists, ignore "
+                "or overwrite): appending would renumber the shards of a committed dataset"
+            )
+        given = {**getattr(self, "_tfr_options", {}), **{k.lower(): v for k, v in options.items()}}
+        if path is None:
+            path = given.get("path")
+        if wanted != "overwrite" and path and _dataset_at(path, _storage_options(given)):
+            if wanted == "ignore":
+                return None
+            raise FileExistsError(f"a dataset already exists at {path}; use mode('overwrite')")
+        spark_mode = "overwrite" if wanted == "overwrite" else "append"
+        original["mode"](self, spark_mode)
+        return original["save"](self, path, fmt, None, None, tfrecordkit_mode=wanted, **options)
+
+    DataFrameWriter.format = format  # type: ignore[method-assign]
+    DataFrameWriter.mode = mode  # type: ignore[method-assign]
+    DataFrameWriter.option = option  # type: ignore[method-assign]
+    DataFrameWriter.save = save  # type: ignore[method-assign]
+    DataFrameWriter._tfrecordkit_modes = True  # type: ignore[attr-defined]
+
+
+def _dataset_at(prefix: str, storage_options: dict[str, Any] | None) -> bool:
+    """Whether a committed dataset (its manifest) is at ``prefix``."""
+    return exists(manifest_path(prefix), storage_options)

@@ -1,0 +1,237 @@
+"""``spark.read.format("tfrecord")`` and ``df.write.format("tfrecord")`` on a real Spark:
+local[2], and a standalone cluster of a master and two workers on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tfrecordkit as tfr
+
+N = 3000
+
+# PySpark leaves the sockets of its result streams to the garbage collector.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:unclosed <socket:ResourceWarning",
+    "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
+)
+
+
+@pytest.fixture(autouse=True)
+def _collect_sockets():
+    """Collects PySpark's sockets while this module's warning filters apply."""
+    import gc
+
+    yield
+    gc.collect()
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    cols = {
+        "i": np.arange(N),
+        "x": (np.arange(N) / 2).astype(np.float32),
+        "name": [f"n{k}" for k in range(N)],
+        "tags": [np.arange(k % 4) for k in range(N)],
+    }
+    tfr.write_dataset(cols, tmp_path / "data" / "train", num_shards=3, progress=False)
+    return tmp_path / "data"
+
+
+def _sorted(df, key: str = "i") -> list:
+    return sorted(df.collect(), key=lambda r: r[key])
+
+
+def test_read_maps_types_as_spark_tfrecord_does(spark, dataset: Path) -> None:
+    df = spark.read.format("tfrecord").load(str(dataset / "train-*.tfrecord"))
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    assert types == {"i": "bigint", "x": "float", "name": "binary", "tags": "array<bigint>"}
+    assert df.rdd.getNumPartitions() == 3  # a partition per shard
+    rows = _sorted(df)
+    assert [r.i for r in rows] == list(range(N))
+    assert [r.x for r in rows[:3]] == [0.0, 0.5, 1.0]
+    assert bytes(rows[7].name) == b"n7"
+    assert rows[0].tags == [] and rows[3].tags == [0, 1, 2]  # an empty VarLen is [], not null
+    assert df.agg({"i": "sum"}).collect()[0][0] == N * (N - 1) // 2
+
+    # A directory of shards (sidecars left out) and a list of paths.
+    assert spark.read.format("tfrecord").load(str(dataset)).count() == N
+    two = [str(p) for p in sorted(dataset.glob("*.tfrecord"))[:2]]
+    assert spark.read.format("tfrecord").load(two).count() == 2000
+
+    text = spark.read.format("tfrecord").option("strings", "name").load(str(dataset))
+    assert dict((f.name, f.dataType.simpleString()) for f in text.schema.fields)["name"] == "string"
+    assert _sorted(text)[9].name == "n9"
+
+
+def test_schema_as_spark_ddl_or_tfrecordkit_json(spark, dataset: Path) -> None:
+    ddl = spark.read.format("tfrecord").schema("i bigint, name string").load(str(dataset))
+    assert [f.name for f in ddl.schema.fields] == ["i", "name"]
+    assert _sorted(ddl)[1].asDict() == {"i": 1, "name": "n1"}
+
+    schema = tfr.Schema({"i": tfr.FixedLen([], "int64"), "tags": tfr.VarLen("int64")})
+    df = spark.read.format("tfrecord").option("schema", schema.to_json()).load(str(dataset))
+    assert [f.name for f in df.schema.fields] == ["i", "tags"]
+    assert _sorted(df)[2].tags == [0, 1]
+
+    missing = spark.read.format("tfrecord").schema("nope bigint").load(str(dataset))
+    with pytest.raises(Exception, match=r"columns \['nope'\] are not in the data"):
+        missing.collect()
+
+
+def test_sequence_examples_and_raw_records(spark, tmp_path: Path) -> None:
+    path = tmp_path / "clips.tfrecord"
+    with tfr.RecordWriter(str(path)) as w:
+        for k in range(20):
+            frames = [np.float32([k, s]) for s in range(k % 3)]
+            w.write(tfr.encode_sequence_example({"clip": np.int64([k])}, {"frames": frames}))
+    df = spark.read.format("tfrecord").option("recordType", "SequenceExample").load(str(path))
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    assert types == {"clip": "bigint", "frames": "array<array<float>>"}
+    rows = _sorted(df, "clip")
+    assert rows[2].frames == [[2.0, 0.0], [2.0, 1.0]] and rows[3].frames == []
+
+    raw = spark.read.format("tfrecord").option("recordType", "ByteArray").load(str(path))
+    assert [f.name for f in raw.schema.fields] == ["byteArray"]
+    assert sorted(bytes(r.byteArray) for r in raw.collect()) == sorted(tfr.read_records(path))
+
+
+def test_write_commits_a_dataset_tensorflow_reads(spark, dataset: Path, tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    df = spark.read.format("tfrecord").load(str(dataset)).repartition(4)
+    out = tmp_path / "out" / "train"
+    df.write.format("tfrecord").save(str(out))
+    manifest = tfr.Manifest.load(str(out))
+    assert manifest.records == N and len(manifest.files) == 4
+    assert all(f.endswith("-of-00004.tfrecord") for f in manifest.files)
+    assert all(os.path.exists(f + ".idx") for f in manifest.files)
+    leftovers = [p.name for p in out.parent.iterdir() if ".part-" in p.name]
+    assert leftovers == []
+
+    spec = {
+        "i": tf.io.FixedLenFeature([], tf.int64),
+        "x": tf.io.FixedLenFeature([], tf.float32),
+        "name": tf.io.FixedLenFeature([], tf.string),
+        "tags": tf.io.VarLenFeature(tf.int64),
+    }
+    seen = {}
+    for record in tf.data.TFRecordDataset(manifest.files):
+        ex = tf.io.parse_single_example(record, spec)
+        seen[int(ex["i"])] = (float(ex["x"]), ex["name"].numpy(), ex["tags"].values.numpy())
+    assert sorted(seen) == list(range(N))
+    assert seen[6][0] == 3.0 and seen[6][1] == b"n6" and seen[6][2].tolist() == [0, 1]
+    table = tfr.read_table(manifest.files)
+    assert sorted(table.column("i").to_pylist()) == list(range(N))
+
+    gz = tmp_path / "gz" / "train"
+    df.write.format("tfrecord").option("compression", "gzip").save(str(gz))
+    assert tfr.Manifest.load(str(gz)).files[0].endswith(".tfrecord.gz")
+    back = spark.read.format("tfrecord").load(str(gz.parent / "*.tfrecord.gz"))
+    assert back.count() == N
+
+
+def test_save_modes(spark, dataset: Path, tmp_path: Path) -> None:
+    df = spark.read.format("tfrecord").load(str(dataset))
+    out = str(tmp_path / "out" / "train")
+    df.write.format("tfrecord").save(out)
+    with pytest.raises(FileExistsError, match="a dataset already exists at"):
+        df.write.format("tfrecord").save(out)
+    with pytest.raises(FileExistsError):
+        df.write.mode("errorifexists").format("tfrecord").save(out)
+    df.limit(5).write.format("tfrecord").mode("ignore").save(out)
+    assert tfr.Manifest.load(out).records == N
+    df.limit(5).write.format("tfrecord").mode("overwrite").save(out)
+    assert tfr.Manifest.load(out).records == 5
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "train-00000-of-00001.tfrecord",
+        "train-00000-of-00001.tfrecord.idx",
+        "train.manifest.json",
+    ]
+    with pytest.raises(ValueError, match="save mode 'append' is not supported"):
+        df.write.format("tfrecord").mode("append").save(out)
+    # Other formats keep their own modes.
+    parquet = str(tmp_path / "p")
+    df.write.parquet(parquet)
+    with pytest.raises(Exception, match="already exists"):
+        df.write.parquet(parquet)
+
+
+def test_a_failed_write_commits_nothing_and_leaves_nothing(
+    spark, dataset: Path, tmp_path: Path
+) -> None:
+    def fail_in_one_partition(batches):  # defined here, so that Spark pickles it whole
+        for batch in batches:
+            if 1500 in batch.column("i").to_pylist():
+                raise RuntimeError("a task fails")
+            yield batch
+
+    df = spark.read.format("tfrecord").load(str(dataset))
+    out = tmp_path / "out" / "train"
+    failing = df.mapInArrow(fail_in_one_partition, df.schema)
+    with pytest.raises(Exception, match="a task fails"):
+        failing.write.format("tfrecord").save(str(out))
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+    df.write.format("tfrecord").save(str(out))  # the same write again succeeds
+    assert tfr.Manifest.load(str(out)).records == N
+
+
+def test_damage_is_an_error_naming_the_file(spark, dataset: Path, tmp_path: Path) -> None:
+    shard = sorted(dataset.glob("*.tfrecord"))[1]
+    raw = bytearray(shard.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # in record 500, past the ones the schema is read from
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(bytes(raw))
+    schema = tfr.infer_schema(str(shard)).to_json()
+    df = spark.read.format("tfrecord").option("schema", schema).load(str(bad))
+    with pytest.raises(Exception, match="CorruptRecordError") as err:
+        df.count()
+    assert f"({bad}, record 500, offset" in str(err.value)
+    skipped = df.sparkSession.read.format("tfrecord").option("schema", schema)
+    skipped = skipped.option("onError", "skip")
+    assert skipped.load(str(bad)).count() == 500  # the rest of the file is given up
+    assert skipped.option("resync", "true").load(str(bad)).count() == 999
+
+
+def test_reads_and_writes_on_a_standalone_cluster(
+    spark_cluster: str, dataset: Path, tmp_path: Path
+) -> None:
+    from conftest import _spark_session
+
+    spark = _spark_session(spark_cluster)
+    df = spark.read.format("tfrecord").load(str(dataset))
+    assert df.count() == N
+    assert df.agg({"i": "sum"}).collect()[0][0] == N * (N - 1) // 2
+    out = str(tmp_path / "out" / "train")
+    df.repartition(2).write.format("tfrecord").save(out)
+    manifest = tfr.Manifest.load(out)
+    assert manifest.records == N and len(manifest.files) == 2
+    executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
+    assert executors == 3  # the driver and two workers' executors
+    spark.stop()
+
+
+def test_a_missing_pyspark_is_an_import_error_naming_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "try:\n    import tfrecordkit.integrations.spark\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "pip install 'tfrecordkit[spark]'" in out.stdout, out.stderr
+
+
+def test_options_round_trip_through_json(spark, dataset: Path, tmp_path: Path) -> None:
+    # storage_options reach the executors as an option (their own environment may lack
+    # them): here a local filesystem option that fsspec accepts.
+    df = (
+        spark.read.format("tfrecord")
+        .option("storage_options", json.dumps({"auto_mkdir": True}))
+        .load(str(dataset))
+    )
+    assert df.count() == N

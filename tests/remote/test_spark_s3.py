@@ -1,0 +1,40 @@
+"""Spark reads and writes TFRecords on ``s3://`` (moto's S3 server on loopback), the
+credentials and endpoint passed as an option that reaches every executor."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import tfrecordkit as tfr
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:unclosed <socket:ResourceWarning",
+    "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
+)
+
+
+def test_spark_reads_and_writes_s3(spark, s3) -> None:
+    import gc
+
+    bucket = s3.bucket()
+    n = 2000
+    cols = {"i": np.arange(n), "w": np.arange(n, dtype=np.float32)}
+    url = f"s3://{bucket}/data/train"
+    tfr.write_dataset(cols, url, num_shards=2, progress=False, storage_options=s3.options)
+    so = json.dumps(s3.options)
+
+    df = spark.read.format("tfrecord").option("storage_options", so).load(url + "-*")
+    assert df.count() == n and df.rdd.getNumPartitions() == 2
+    out = f"s3://{bucket}/out/train"
+    df.repartition(3).write.format("tfrecord").option("storage_options", so).save(out)
+    manifest = tfr.Manifest.load(out, storage_options=s3.options)
+    assert manifest.records == n and len(manifest.files) == 3
+    back = tfr.read_table(manifest.files, storage_options=s3.options)
+    assert sorted(back.column("i").to_pylist()) == list(range(n))
+    left = [p for p in s3.fs().ls(f"{bucket}/out") if ".part-" in p or p.endswith(".writing")]
+    assert left == []
+    with pytest.raises(FileExistsError):
+        df.write.format("tfrecord").option("storage_options", so).save(out)
+    gc.collect()
