@@ -81,14 +81,17 @@ def _doctests(text: str) -> str:
 
 
 class SphinxRoles(griffe.Extension):
-    """Sphinx roles as cross-references, doctests as code blocks, ``tfrecordkit.ray``, and
+    """Sphinx roles as cross-references, doctests as code blocks, ``tfrecordkit.ray`` and
+    ``tfrecordkit.spark``, and
     only the special methods worth reading."""
 
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **_: Any) -> None:
         if pkg.path != "tfrecordkit":
             return
-        if "ray" not in pkg.members:
-            pkg.set_member("ray", griffe.Alias("ray", "tfrecordkit.integrations.ray", parent=pkg))
+        for lazy in ("ray", "spark"):  # imported on first use: see tfrecordkit.__getattr__
+            if lazy not in pkg.members:
+                target = f"tfrecordkit.integrations.{lazy}"
+                pkg.set_member(lazy, griffe.Alias(lazy, target, parent=pkg))
         seen: set[str] = set()
 
         def visit(obj: griffe.Object) -> None:

@@ -43,6 +43,11 @@ def test_guide_has_code() -> None:
     assert sum(len(python_blocks(page.read_text())) for page in guide_pages()) >= 10
 
 
+# The Spark page's session leaves the sockets of its result streams to the garbage collector.
+@pytest.mark.filterwarnings(
+    "ignore:unclosed <socket:ResourceWarning",
+    "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
+)
 def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
@@ -50,6 +55,9 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
         name = page.relative_to(DOCS).as_posix()
         for i, block in enumerate(python_blocks(page.read_text())):
             exec(compile(block, f"{name}[block {i}]", "exec"), namespace)
+    import gc
+
+    gc.collect()  # while this test's filters apply
     out = capsys.readouterr().out
     assert "['feature0', 'feature1', 'feature2', 'feature3']" in out
     assert "ElementSpec(shape=(None,), dtype='int64')" in out
@@ -65,6 +73,11 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     # The rest of tf.io.
     assert "[(4, 16), (2, 16)]\n[[0, 1, 2, 3], [4, 5, 6, 7]]\n[[0, 1], [4, 5]]\n" in out
     assert "\nTrue [1, 2]\nmem_level 12 is out of range 1-9\n0 True\nCorruptRecordError\n" in out
+    # Apache Spark, and Dask.
+    assert " |-- feature2: binary (nullable = true)\n" in out
+    assert "\n10000 4\nTrue\n" in out
+    assert "\n8 20000\n" in out
+    assert (tmp_path / "from-spark" / "chickens.manifest.json").exists()
     # Statistics, per split, with what differs between the splits.
     assert (
         "9000 ['test', 'train', 'validation']\n9000 4.5 True\n2.0 4.0\n['cat', 'dog', 'emu']\n"

@@ -50,7 +50,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def public_names() -> list[str]:
     """What the API reference must document, from the ``__all__`` lists as they are now."""
     names = [f"tfrecordkit.{n}" for n in tfrecordkit.__all__ if n != "__version__"]
-    for module in (tfrecordkit.tfds, tfrecordkit.ray):
+    for module in (tfrecordkit.tfds, tfrecordkit.ray, tfrecordkit.spark):
         names += [f"{module.__name__.replace('.integrations', '')}.{n}" for n in module.__all__]
     return names
 
