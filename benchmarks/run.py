@@ -921,6 +921,105 @@ def stats_rows(tf, tutorial: Path, rep: int) -> tuple[list[Row], str]:
     return rows, line
 
 
+def spark_session(cores: int):
+    """A local Spark session with ``cores`` cores (any other session stopped first)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    spark = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    tfr.spark.register(spark)
+    return spark
+
+
+def spark_rows(data: Path, shards: str, n: int, rep: int, ray_rate: float) -> list[Row]:
+    """Spark's tfrecord source against Spark's Parquet on the same rows (read, then count
+    and a sum; write), against ``ray.data.read_tfrecords``, and from one core to two."""
+    from pyspark.sql import functions as F
+
+    def query(df) -> int:
+        count, _ = df.agg(F.count("*"), F.sum("feature1")).collect()[0]
+        return int(count)
+
+    rates = {}
+    for cores in (1, 2):
+        spark = spark_session(cores)
+        tfrecords = spark.read.format("tfrecord").load(shards)
+        query(tfrecords)  # warm: the Python workers start
+        rates[cores] = n / best_of(lambda df=tfrecords: query(df), rep)[0]
+    parquet_dir = data / f"spark-parquet-{n}"
+    if not parquet_dir.exists():
+        tfrecords.write.parquet(str(parquet_dir))
+    parquet = spark.read.parquet(str(parquet_dir))
+    t_parquet, n_parquet = best_of(lambda: query(parquet), rep)
+    assert n_parquet == n
+    rows = [
+        Row(
+            "Spark read + count + sum, tutorial data in 8 shards, vs Parquet",
+            "Examples/s",
+            rates[2],
+            n / t_parquet,
+            "Spark reading Parquet",
+            ">= 0.5x",
+        ),
+        Row(
+            "Spark read as above, vs ray.data.read_tfrecords",
+            "Examples/s",
+            rates[2],
+            ray_rate,
+            "Ray Data",
+            ">= 100x",
+        ),
+        Row(
+            "Spark read as above, local[2] vs local[1]",
+            "Examples/s",
+            rates[2],
+            rates[1],
+            "itself on one core",
+            ">= 1.6x",
+        ),
+    ]
+    frame = parquet.repartition(8).cache()
+    frame.count()
+    out = data / "spark-out"
+
+    def write_tfrecord() -> int:
+        frame.write.format("tfrecord").mode("overwrite").save(str(out / "train"))
+        return tfr.Manifest.load(str(out / "train")).records
+
+    def write_parquet() -> int:
+        frame.write.mode("overwrite").parquet(str(out / "parquet"))
+        return n
+
+    t_ours = t_theirs = float("inf")
+    for _ in range(rep):
+        t_ours = min(t_ours, best_of(write_tfrecord, 1)[0])
+        t_theirs = min(t_theirs, best_of(write_parquet, 1)[0])
+    rows.append(
+        Row(
+            "Spark write of 1M rows (8 tasks), vs Parquet",
+            "Examples/s",
+            n / t_ours,
+            n / t_theirs,
+            "Spark writing Parquet",
+            ">= 0.5x",
+        )
+    )
+    frame.unpersist()
+    spark.stop()
+    return rows
+
+
 def child(code: str, *args: str) -> list[str]:
     out = subprocess.run(
         [sys.executable, "-c", code, *args], check=True, capture_output=True, text=True
@@ -1542,6 +1641,9 @@ def main() -> None:
     import ray
 
     ray.shutdown()
+
+    for row in spark_rows(data, shard_glob, n_tut, rep, n_ray / t_ray):
+        report(row)
 
     if args.quick:
         return

@@ -106,6 +106,12 @@ def spark():
     return _spark_session("local[2]")
 
 
+@pytest.fixture
+def cluster_spark(spark_cluster):
+    """A Spark session on the standalone cluster (see ``spark_cluster``)."""
+    return _spark_session(spark_cluster)
+
+
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
     """A Spark standalone cluster on loopback: a master and two workers of one core each,

@@ -26,7 +26,7 @@ def test_spark_reads_and_writes_s3(spark, s3) -> None:
     so = json.dumps(s3.options)
 
     df = spark.read.format("tfrecord").option("storage_options", so).load(url + "-*")
-    assert df.count() == n and df.rdd.getNumPartitions() == 2
+    assert df.count() == n
     out = f"s3://{bucket}/out/train"
     df.repartition(3).write.format("tfrecord").option("storage_options", so).save(out)
     manifest = tfr.Manifest.load(out, storage_options=s3.options)

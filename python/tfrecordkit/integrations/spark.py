@@ -38,7 +38,7 @@ except ImportError as err:  # pragma: no cover - the [spark] extra installs it
 
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import manifest_path
-from ..io.paths import exists, expand_paths, is_url
+from ..io.paths import exists, expand_paths, file_size, is_url
 from ..schema.columns import as_table
 from ..schema.features import Schema
 from ..schema.reading import infer_schema
@@ -117,6 +117,7 @@ class _ReadPlan:
     storage_options: dict[str, Any] | None
     on_error: str
     resync: bool = False
+    partition_bytes: int = 64 << 20
 
 
 def _plan(options: dict[str, str]) -> _ReadPlan:
@@ -141,10 +142,21 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
     if on_error not in ("raise", "skip"):
         raise ValueError(f"onError must be raise or skip, not {on_error!r}")
     resync = options.get("resync", "false").lower() == "true"
+    partition_bytes = int(options.get("partitionbytes", 64 << 20))
     if record_type == "bytearray":
         schema = pa.schema([("byteArray", pa.binary())])
         return _ReadPlan(
-            files, record_type, None, None, schema, False, compression, so, on_error, resync
+            files,
+            record_type,
+            None,
+            None,
+            schema,
+            False,
+            compression,
+            so,
+            on_error,
+            resync,
+            partition_bytes,
         )
     given = options.get("schema")
     context: Schema | None = None
@@ -160,7 +172,17 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             lists = None
     context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
     return _ReadPlan(
-        files, record_type, context, lists, arrow_schema, strings, compression, so, on_error, resync
+        files,
+        record_type,
+        context,
+        lists,
+        arrow_schema,
+        strings,
+        compression,
+        so,
+        on_error,
+        resync,
+        partition_bytes,
     )
 
 
@@ -227,10 +249,27 @@ class TFRecordDataSource(DataSource):
         return _Writer(dict(self.options), overwrite)
 
 
-class _File(InputPartition):
-    def __init__(self, path: str) -> None:
-        super().__init__(path)
-        self.path = path
+class _Files(InputPartition):
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__(paths)
+        self.paths = paths
+
+
+def _groups(files: list[str], sizes: list[int], target: int) -> list[list[str]]:
+    """Consecutive files in groups of about ``target`` bytes (a larger file alone): each
+    task's fixed cost is spent on enough data."""
+    groups: list[list[str]] = []
+    current: list[str] = []
+    held = 0
+    for path, size in zip(files, sizes, strict=True):
+        if current and held + size > target:
+            groups.append(current)
+            current, held = [], 0
+        current.append(path)
+        held += size
+    if current:
+        groups.append(current)
+    return groups
 
 
 class _Reader(DataSourceReader):
@@ -245,23 +284,25 @@ class _Reader(DataSourceReader):
             raise ValueError(f"columns {missing} are not in the data, whose features are {names}")
 
     def partitions(self) -> list[InputPartition]:
-        return [_File(f) for f in self.plan.files]
+        p = self.plan
+        sizes = [file_size(f, p.storage_options) for f in p.files]
+        return [_Files(g) for g in _groups(p.files, sizes, p.partition_bytes)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
 
         p = self.plan
-        path = partition.value  # type: ignore[attr-defined]
+        paths = partition.value  # type: ignore[attr-defined]
         if p.record_type == "bytearray":
             from ..io.records import read_batches
 
             for batch in read_batches(
-                path, 4096, compression=p.compression, storage_options=p.storage_options
+                paths, 4096, compression=p.compression, storage_options=p.storage_options
             ):
                 yield pa.RecordBatch.from_arrays([pa.array(batch, pa.binary())], ["byteArray"])
             return
         reader = read_arrow(
-            path,
+            paths,
             p.context,
             sequence_schema=p.lists,
             strings=p.strings,
