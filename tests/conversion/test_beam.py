@@ -41,6 +41,27 @@ def test_direct_runner_makes_the_same_examples_as_the_local_runner(table, tmp_pa
     )
 
 
+@pytest.mark.timeout(300)
+def test_direct_runner_in_multi_processing_mode(table, tmp_path):
+    # Two worker processes, each importing tfrecordkit and writing its own parts, which the
+    # commit gathers: the same dataset as the local runner's.
+    local = tfr.convert(table.csv, tmp_path / "local", progress=False)
+    beamed = tfr.convert(
+        table.csv,
+        tmp_path / "beam",
+        runner="DirectRunner",
+        pipeline_options={"direct_num_workers": 2, "direct_running_mode": "multi_processing"},
+        progress=False,
+    )
+    assert beamed.rows == local.rows
+    for split in ("train", "validation", "test"):
+        assert records(tmp_path / "beam" / f"{split}-*") == records(
+            tmp_path / "local" / f"{split}-*"
+        )
+    leftovers = [p.name for p in (tmp_path / "beam").iterdir() if ".part-" in p.name]
+    assert leftovers == []
+
+
 def test_write_and_read_examples_transforms(tmp_path):
     rows = [{"i": i, "name": f"row{i}", "v": np.float32([i, i / 2])} for i in range(50)]
     with beam.Pipeline() as p:
