@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything the tests need (into .venv, and Chromium from apt) and runs every test:
+# Installs everything the tests need (into .venv; Chromium and Java from apt when missing)
+# and runs every test:
 # the Linux wheel users install (built once, checked in a fresh environment with no Rust on
 # PATH, then installed for the tests), Rust formatting, lints and unit tests for the core,
 # the fuzz targets for a bounded time (FUZZ_SECONDS each, 20 by default, 0 to skip), then
@@ -30,6 +31,19 @@ else
         exit 1
     fi
     echo "(the browser test skips without it)" >&2
+fi
+
+step "Java (tests/integrations runs Spark)"
+if command -v java >/dev/null 2>&1; then
+    java -version 2>&1 | head -n 1
+elif [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        openjdk-17-jre-headless >/dev/null
+else
+    echo "Java is missing, and installing it needs root: run" >&2
+    echo "  sudo apt-get install -y --no-install-recommends openjdk-17-jre-headless" >&2
+    exit 1
 fi
 
 step "The wheel (manylinux2014, abi3)"

@@ -235,3 +235,10 @@ def test_options_round_trip_through_json(spark, dataset: Path, tmp_path: Path) -
         .load(str(dataset))
     )
     assert df.count() == N
+
+
+def test_a_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(RuntimeError, match=r"Spark needs Java \(17 or later\)"):
+        tfr.spark.register(object())
