@@ -204,12 +204,15 @@ def test_reads_and_writes_on_a_standalone_cluster(
     cluster_spark, dataset: Path, tmp_path: Path
 ) -> None:
     spark = cluster_spark
-    df = spark.read.format("tfrecord").load(str(dataset))
+    # Relative paths are the driver's (its JVM's working directory), which the workers,
+    # running in directories of their own, are given as absolute paths.
+    here = spark._jvm.java.lang.System.getProperty("user.dir")
+    df = spark.read.format("tfrecord").load(os.path.relpath(dataset, here))
     assert df.count() == N
     assert df.agg({"i": "sum"}).collect()[0][0] == N * (N - 1) // 2
-    out = str(tmp_path / "out" / "train")
-    df.repartition(2).write.format("tfrecord").save(out)
-    manifest = tfr.Manifest.load(out)
+    out = tmp_path / "out" / "train"
+    df.repartition(2).write.format("tfrecord").save(os.path.relpath(out, here))
+    manifest = tfr.Manifest.load(str(out))
     assert manifest.records == N and len(manifest.files) == 2
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
     assert executors == 3  # the driver and two workers' executors

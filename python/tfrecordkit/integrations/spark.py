@@ -88,7 +88,8 @@ def _paths(options: dict[str, str]) -> list[str]:
     for p in paths:
         local = not is_url(p) and os.path.isdir(p)
         files += expand_paths(os.path.join(p, "*") if local else p, storage_options=_so(options))
-    return files
+    # Executors elsewhere (a cluster's workers) read from directories of their own.
+    return [f if is_url(f) else os.path.abspath(f) for f in files]
 
 
 def _so(options: dict[str, str]) -> dict[str, Any] | None:
@@ -426,6 +427,10 @@ def _teach_save_modes() -> None:
         given = {**getattr(self, "_tfr_options", {}), **{k.lower(): v for k, v in options.items()}}
         if path is None:
             path = given.get("path")
+        if path and not is_url(path) and not os.path.isabs(path):
+            # Relative to the driver JVM's working directory, as Spark takes paths.
+            here = self._spark._jvm.java.lang.System.getProperty("user.dir")
+            path = os.path.join(here, path)
         if wanted != "overwrite" and path and _dataset_at(path, _storage_options(given)):
             if wanted == "ignore":
                 return None
