@@ -17,6 +17,7 @@ Option names follow spark-tfrecord's where they mean the same thing (``recordTyp
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -87,13 +88,10 @@ def _paths(options: dict[str, str]) -> list[str]:
     files: list[str] = []
     for p in paths:
         local = not is_url(p) and os.path.isdir(p)
-        files += expand_paths(os.path.join(p, "*") if local else p, storage_options=_so(options))
+        pattern = os.path.join(p, "*") if local else p
+        files += expand_paths(pattern, storage_options=_storage_options(options))
     # Executors elsewhere (a cluster's workers) read from directories of their own.
     return [f if is_url(f) else os.path.abspath(f) for f in files]
-
-
-def _so(options: dict[str, str]) -> dict[str, Any] | None:
-    return _storage_options({k.lower(): v for k, v in options.items()})
 
 
 def _compression(options: dict[str, str]) -> str | None:
@@ -144,46 +142,34 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
         raise ValueError(f"onError must be raise or skip, not {on_error!r}")
     resync = options.get("resync", "false").lower() == "true"
     partition_bytes = int(options.get("partitionbytes", 64 << 20))
-    if record_type == "bytearray":
-        schema = pa.schema([("byteArray", pa.binary())])
-        return _ReadPlan(
-            files,
-            record_type,
-            None,
-            None,
-            schema,
-            False,
-            compression,
-            so,
-            on_error,
-            resync,
-            partition_bytes,
-        )
-    given = options.get("schema")
     context: Schema | None = None
     lists: Schema | None = None
-    if given and given.lstrip().startswith("{"):
-        context = Schema.from_json(given)
-        if options.get("sequenceschema"):
-            lists = Schema.from_json(options["sequenceschema"])
+    given = options.get("schema")
+    if record_type == "bytearray":
+        arrow_schema = pa.schema([("byteArray", pa.binary())])
+        strings = False
     else:
-        inferred = infer_schema(files, compression=compression, storage_options=so)
-        context, lists = inferred, inferred.sequence
-        if record_type == "example":
-            lists = None
-    context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
+        if given and given.lstrip().startswith("{"):
+            context = Schema.from_json(given)
+            if options.get("sequenceschema"):
+                lists = Schema.from_json(options["sequenceschema"])
+        else:
+            inferred = infer_schema(files, compression=compression, storage_options=so)
+            context = inferred
+            lists = inferred.sequence if record_type == "sequenceexample" else None
+        context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
     return _ReadPlan(
-        files,
-        record_type,
-        context,
-        lists,
-        arrow_schema,
-        strings,
-        compression,
-        so,
-        on_error,
-        resync,
-        partition_bytes,
+        files=files,
+        record_type=record_type,
+        context=context,
+        lists=lists,
+        arrow_schema=arrow_schema,
+        strings=strings,
+        compression=compression,
+        storage_options=so,
+        on_error=on_error,
+        resync=resync,
+        partition_bytes=partition_bytes,
     )
 
 
@@ -240,11 +226,17 @@ class TFRecordDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT
 
+    @functools.cached_property
+    def _read_plan(self) -> _ReadPlan:
+        """The files and schema to read: computed once where Spark asks this instance for
+        both its schema and its reader."""
+        return _plan(dict(self.options))
+
     def schema(self) -> Any:
-        return _struct(_plan(dict(self.options)).arrow_schema)
+        return _struct(self._read_plan.arrow_schema)
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return _Reader(_plan(dict(self.options)), schema)
+        return _Reader(self._read_plan, schema)
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
         return _Writer(dict(self.options), overwrite)
