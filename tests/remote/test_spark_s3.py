@@ -37,4 +37,6 @@ def test_spark_reads_and_writes_s3(spark, s3) -> None:
     assert left == []
     with pytest.raises(FileExistsError):
         df.write.format("tfrecord").option("storage_options", so).save(out)
+    with pytest.raises(FileExistsError):  # options() as well as option() reach the check
+        df.write.format("tfrecord").options(storage_options=so).save(out)
     gc.collect()

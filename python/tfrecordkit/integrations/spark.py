@@ -382,7 +382,8 @@ def _teach_save_modes() -> None:
 
     if getattr(DataFrameWriter, "_tfrecordkit_modes", False):
         return
-    original = {n: getattr(DataFrameWriter, n) for n in ("format", "mode", "option", "save")}
+    names = ("format", "mode", "option", "options", "save")
+    original = {n: getattr(DataFrameWriter, n) for n in names}
 
     def format(self: Any, source: str) -> Any:
         self._tfr_format = source
@@ -395,6 +396,11 @@ def _teach_save_modes() -> None:
     def option(self: Any, key: str, value: Any) -> Any:
         self.__dict__.setdefault("_tfr_options", {})[key.lower()] = str(value)
         return original["option"](self, key, value)
+
+    def options(self: Any, **values: Any) -> Any:
+        recorded = self.__dict__.setdefault("_tfr_options", {})
+        recorded.update((k.lower(), str(v)) for k, v in values.items())
+        return original["options"](self, **values)
 
     def save(
         self: Any,
@@ -434,6 +440,7 @@ def _teach_save_modes() -> None:
     DataFrameWriter.format = format  # type: ignore[method-assign]
     DataFrameWriter.mode = mode  # type: ignore[method-assign]
     DataFrameWriter.option = option  # type: ignore[method-assign]
+    DataFrameWriter.options = options  # type: ignore[method-assign]
     DataFrameWriter.save = save  # type: ignore[method-assign]
     DataFrameWriter._tfrecordkit_modes = True  # type: ignore[attr-defined]
 
