@@ -37,6 +37,7 @@ from .integrations import tfds
 from .integrations.arrow import read_arrow, read_table
 from .io.options import ReadOptions
 from .io.paths import expand_paths
+from .io.ranges import ByteRange, byte_ranges
 from .io.records import (
     RandomRecordReader,
     RecordWriter,
@@ -86,6 +87,7 @@ if "pandas" in _sys.modules:
 
 __all__ = [
     "AUTOTUNE",
+    "ByteRange",
     "ConversionSummary",
     "CorruptRecordError",
     "DataLossError",
@@ -127,6 +129,7 @@ __all__ = [
     "VarLen",
     "__version__",
     "build_index",
+    "byte_ranges",
     "convert",
     "count",
     "decode_example",

@@ -37,7 +37,7 @@ pub use positional::{
     member_records, read_member, read_record_at, read_records_at, read_records_at_with,
     unframe_record, OffsetReader,
 };
-pub use reader::{foreign_format, ReadOptions, RecordBatch, RecordReader};
+pub use reader::{foreign_format, ReadOptions, RecordBatch, RecordReader, Span};
 pub use source::{Opened, Opener, SharedOpener, SourceReader};
 pub use writer::{
     commit_shard, frame_record, index_path, rename_file, Finished, RecordWriter, WriteOptions,

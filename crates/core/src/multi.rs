@@ -3,7 +3,7 @@
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
-use crate::reader::{Next, ReadOptions, RecordBatch};
+use crate::reader::{Next, ReadOptions, RecordBatch, Span};
 use crate::source::{SharedOpener, SourceReader};
 
 /// Makes the buffers large records are read into, one per record (a Python `bytes` each,
@@ -25,6 +25,8 @@ pub struct MultiFileReader {
     paths: Vec<String>,
     opts: ReadOptions,
     opener: SharedOpener,
+    /// For each path, the span of its records to read; whole files when empty.
+    spans: Vec<Option<Span>>,
     next_file: usize,
     current: Option<SourceReader>,
     pending: Option<Error>,
@@ -42,12 +44,23 @@ impl MultiFileReader {
             paths,
             opts,
             opener,
+            spans: Vec::new(),
             next_file: 0,
             current: None,
             pending: None,
             delivered: Vec::new(),
             batch_runs: Vec::new(),
         }
+    }
+
+    /// Reads only `spans[i]` of path `i` where it is given (as many spans as paths).
+    pub fn with_spans(mut self, spans: Vec<Option<Span>>) -> Result<Self> {
+        if spans.len() != self.paths.len() {
+            let msg = format!("{} spans for {} paths", spans.len(), self.paths.len());
+            return Err(Error::invalid(msg));
+        }
+        self.spans = spans;
+        Ok(self)
     }
 
     /// The file and the index within it of record `i` of the last batch read: what locates
@@ -115,15 +128,21 @@ impl MultiFileReader {
                     break;
                 }
                 let path = &self.paths[self.next_file];
+                let span = self.spans.get(self.next_file).copied().flatten();
                 self.next_file += 1;
                 self.delivered.push(0);
-                match SourceReader::open(path, &self.opts, &self.opener) {
+                match SourceReader::open(path, &self.opts, &self.opener, span) {
                     Ok(r) => self.current = Some(r),
                     Err(e) => return self.defer(out, e),
                 }
             }
             let reader = self.current.as_mut().expect("a file is open");
-            let (index, _) = reader.position();
+            let (index, offset) = reader.position();
+            let span = self.spans.get(self.next_file - 1).copied().flatten();
+            if span.is_some_and(|s| offset >= s.end) {
+                self.current = None;
+                continue;
+            }
             let got = match reader.next_or_large(&mut out.data, large.is_some()) {
                 Ok(Next::Large(len)) => {
                     let sink = large.as_deref_mut().expect("claimed only with a sink");
@@ -196,7 +215,7 @@ pub fn count_records(
         verify: false,
         ..ReadOptions::default()
     };
-    let mut reader = SourceReader::open(path, &opts, opener)?;
+    let mut reader = SourceReader::open(path, &opts, opener, None)?;
     let mut n = 0;
     let mut scratch = Vec::new();
     while reader.next_into(&mut scratch)? {
@@ -213,7 +232,7 @@ pub fn index_records(path: &str, opener: &SharedOpener) -> Result<Vec<(u64, u64)
         compression: Some(Compression::None),
         ..ReadOptions::default()
     };
-    let mut reader = SourceReader::open(path, &opts, opener)?;
+    let mut reader = SourceReader::open(path, &opts, opener, None)?;
     let mut out = Vec::new();
     let mut scratch = Vec::new();
     loop {

@@ -2,13 +2,15 @@
 //! through an [`Opener`], streamed in large blocks fetched ahead on their own thread.
 
 use std::io::{self, Cursor, Read};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
+use crate::compression::Compression;
 use crate::error::Result;
-use crate::reader::{FileRecordReader, Next, ReadOptions, RecordReader};
+use crate::reader::{span_options, FileRecordReader, Next, ReadOptions, RecordReader, Span};
 
 /// Bytes asked of a remote stream per read: one ranged request each.
 pub const REMOTE_BLOCK: usize = 4 << 20;
@@ -23,8 +25,9 @@ pub struct Opened {
 
 /// Opens paths that are not local files (URLs), as byte streams.
 pub trait Opener: Send + Sync {
-    /// `None` when `path` is a local file, to be read natively.
-    fn open(&self, path: &str) -> Option<Result<Opened>>;
+    /// `None` when `path` is a local file, to be read natively. The stream starts at byte
+    /// `offset` of the file; `size` is the whole file's.
+    fn open(&self, path: &str, offset: u64) -> Option<Result<Opened>>;
 }
 
 /// A shared opener, or none (every path local).
@@ -39,17 +42,36 @@ pub enum SourceReader {
 }
 
 impl SourceReader {
-    /// Opens `path`: through `opener` when it claims the path, natively otherwise.
-    pub fn open(path: &str, opts: &ReadOptions, opener: &SharedOpener) -> Result<SourceReader> {
+    /// Opens `path`, or only its `span` of records: through `opener` when it claims the
+    /// path, natively otherwise.
+    pub fn open(
+        path: &str,
+        opts: &ReadOptions,
+        opener: &SharedOpener,
+        span: Option<Span>,
+    ) -> Result<SourceReader> {
         if let Some(opener) = opener {
-            if let Some(opened) = opener.open(path) {
+            let offset = span.map_or(0, |s| s.start);
+            if let Some(opened) = opener.open(path, offset) {
                 let Opened { stream, size } = opened.map_err(|e| e.with_path(path))?;
                 let stream = ReadAhead::new(stream, REMOTE_BLOCK, REMOTE_AHEAD);
-                return RecordReader::from_stream(stream, path, size, opts)
-                    .map(SourceReader::Stream);
+                let Some(span) = span else {
+                    return RecordReader::from_stream(stream, path, size, opts)
+                        .map(SourceReader::Stream);
+                };
+                // The middle of a file says nothing of its compression: its name must.
+                let named = Compression::resolve(opts.compression, Path::new(path), &[]);
+                let opts = span_options(path, opts, named, span, size)?;
+                let mut reader = RecordReader::from_stream(stream, path, size, &opts)?;
+                reader.start_at(span);
+                return Ok(SourceReader::Stream(reader));
             }
         }
-        FileRecordReader::open(path, opts).map(SourceReader::Local)
+        match span {
+            Some(span) => FileRecordReader::open_span(path, opts, span),
+            None => FileRecordReader::open(path, opts),
+        }
+        .map(SourceReader::Local)
     }
 
     /// Appends the next record to `out`; `false` at the end.

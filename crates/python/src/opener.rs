@@ -14,7 +14,8 @@ use tfrecordkit_core::{Error, Opened, Opener, SharedOpener};
 use crate::threads::attach;
 
 /// Opens URLs (paths with `://`) through a Python callable returning a binary file object
-/// with `read(n)`, and a `size` when it knows one.
+/// with `read(n)` (and `seek(offset)` to read part of a file), and a `size` when it knows
+/// one.
 pub struct PyOpener {
     open: Py<PyAny>,
 }
@@ -110,17 +111,17 @@ impl Drop for PyStream {
 }
 
 impl Opener for PyOpener {
-    fn open(&self, path: &str) -> Option<tfrecordkit_core::Result<Opened>> {
+    fn open(&self, path: &str, offset: u64) -> Option<tfrecordkit_core::Result<Opened>> {
         if !path.contains("://") {
             return None;
         }
         Some(
             attach(|py| {
-                let file = self
-                    .open
-                    .bind(py)
-                    .call1((path,))
-                    .map_err(|e| Error::io(io_error(py, e), Some(path)))?;
+                let failed = |e: PyErr| Error::io(io_error(py, e), Some(path));
+                let file = self.open.bind(py).call1((path,)).map_err(failed)?;
+                if offset > 0 {
+                    file.call_method1("seek", (offset,)).map_err(failed)?;
+                }
                 let size = file
                     .getattr("size")
                     .ok()

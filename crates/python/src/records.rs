@@ -10,7 +10,7 @@ use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
 use tfrecordkit_core::LargeRecords;
 use tfrecordkit_core::{
-    Compression, Finished, MultiFileReader, Parsed, ReadOptions, RecordBatch, WriteOptions,
+    Compression, Finished, MultiFileReader, Parsed, ReadOptions, RecordBatch, Span, WriteOptions,
 };
 
 use crate::convert::bytes_like;
@@ -81,7 +81,7 @@ pub struct RecordReader {
 #[pymethods]
 impl RecordReader {
     #[new]
-    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false, follow=false, opener=None))]
+    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false, follow=false, opener=None, spans=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -92,6 +92,7 @@ impl RecordReader {
         resync: bool,
         follow: bool,
         opener: Option<Py<PyAny>>,
+        spans: Option<Vec<Option<(u64, u64, u64)>>>,
     ) -> PyResult<Self> {
         crate::errors::guard("RecordReader.new", || {
             let mut opts = ReadOptions {
@@ -104,8 +105,16 @@ impl RecordReader {
             if let Some(m) = max_record_bytes {
                 opts.max_record_bytes = m;
             }
+            let mut inner = MultiFileReader::new(paths, opts, crate::opener::shared(opener));
+            if let Some(spans) = spans {
+                let spans = spans
+                    .into_iter()
+                    .map(|s| s.map(|(start, index, end)| Span { start, index, end }))
+                    .collect();
+                inner = inner.with_spans(spans).py_err(py)?;
+            }
             Ok(RecordReader {
-                inner: MultiFileReader::new(paths, opts, crate::opener::shared(opener)),
+                inner,
                 batch: RecordBatch::default(),
             })
         })

@@ -28,29 +28,17 @@ from ..io.paths import (
     read_ranges,
     write_file,
 )
+from ..io.ranges import load_index
 from .manifest import SHARD_RE, Manifest, manifest_path
 
 __all__ = ["RecordIndex", "build_index", "count"]
-
-
-def _load(path: str, columns: int, options: StorageOptions) -> np.ndarray:
-    fields = read_bytes(path, options).split()
-    if len(fields) % columns:
-        raise DataLossError(f"index has a partial line ({len(fields)} fields)", path=path)
-    try:
-        table = np.array(fields, dtype=np.int64).reshape(-1, columns)
-    except ValueError:
-        raise DataLossError("index holds something other than numbers", path=path) from None
-    if (table < 0).any():
-        raise DataLossError("index holds negative numbers", path=path)
-    return table
 
 
 def _sidecar(path: str, columns: int, options: StorageOptions) -> np.ndarray | None:
     """The table of the index sidecar at ``path``; None when there is none (one read,
     no separate existence check: on object stores each is a request)."""
     try:
-        return _load(path, columns, options)
+        return load_index(path, columns, options)
     except FileNotFoundError:
         return None
 

@@ -19,8 +19,9 @@ import numpy as np
 from .. import _core
 from ..errors import SchemaError
 from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
-from ..io.paths import Paths, StorageOptions
+from ..io.paths import StorageOptions
 from ..io.policy import OnError
+from ..io.ranges import ReadPaths
 from ..io.records import _batches, _located, _open
 from ..io.reports import ReadReport
 from ..schema.arrow import (
@@ -51,7 +52,7 @@ __all__ = ["read_arrow", "read_table"]
 
 
 def read_arrow(
-    paths: Paths,
+    paths: ReadPaths,
     schema: Schema | dict[str, Any] | None = None,
     *,
     batch_size: int = 65_536,
@@ -163,7 +164,9 @@ def arrow_columns(
     return context, lists, pa.schema([(k, kinds[k]) for k in names])
 
 
-def read_table(paths: Paths, schema: Schema | dict[str, Any] | None = None, **kwargs: Any) -> Any:
+def read_table(
+    paths: ReadPaths, schema: Schema | dict[str, Any] | None = None, **kwargs: Any
+) -> Any:
     """:func:`read_arrow`, read whole into a ``pyarrow.Table``."""
     return read_arrow(paths, schema, **kwargs).read_all()
 

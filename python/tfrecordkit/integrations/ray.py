@@ -26,12 +26,16 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import Manifest
 from ..io.paths import Paths, StorageOptions, expand_paths, file_size, is_url
+from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
 from ..schema.features import Schema, _as_schema
 from ..schema.reading import infer_schema
 from .arrow import arrow_columns, read_arrow
 
 __all__ = ["Sink", "read"]
+
+#: Ray read tasks get at least this many bytes each: smaller files are not split.
+MIN_TASK_BYTES = 16 << 20
 
 
 def read(
@@ -51,8 +55,10 @@ def read(
     ``ray.data.Dataset`` with one column per feature, typed as :func:`tfrecordkit.read_arrow`
     types them.
 
-    The files are split among Ray's read tasks (``override_num_blocks`` caps their number);
-    each task streams its files in Arrow blocks of up to ``batch_size`` rows. ``schema`` is
+    The files are split among Ray's read tasks (``override_num_blocks`` caps their number),
+    and a file larger than a task's share is itself split by the record offsets of its
+    ``.idx`` sidecar (:func:`tfrecordkit.byte_ranges`); each task streams its part in
+    Arrow blocks of up to ``batch_size`` rows. ``schema`` is
     inferred from the first Examples when omitted; ``sequence_schema`` reads
     SequenceExamples, as :func:`tfrecordkit.read_arrow` does. Other keyword arguments go to
     ``ray.data.read_datasource`` (``concurrency``, ``num_cpus``, ...).
@@ -72,7 +78,7 @@ def read(
 
 
 def _read_files(
-    files: list[str],
+    files: list[str | ByteRange],
     schema: Schema,
     batch_size: int,
     strings: bool | Sequence[str],
@@ -119,16 +125,27 @@ class _Source(Datasource):
     def get_read_tasks(
         self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
     ) -> list[ReadTask]:
-        groups = _balanced(self.files, self.sizes, max(1, min(parallelism, len(self.files))))
+        parallelism = max(1, parallelism)
+        # Files larger than a task's share are split by the record offsets of their index,
+        # so that one large file still feeds every task.
+        share = max(MIN_TASK_BYTES, -(-sum(self.sizes) // parallelism))
+        compression, options = self.options[2], self.options[3]
+        items: list[str | ByteRange] = []
+        sizes: list[int] = []
+        for f, size in zip(self.files, self.sizes, strict=True):
+            pieces = cut(f, size, share, compression, options)
+            items += pieces
+            sizes += [span_bytes(p, size) for p in pieces]
+        groups = _balanced(items, sizes, min(parallelism, len(items)))
         tasks = []
         for group in groups:
+            files = [items[i] for i in group]
             metadata = BlockMetadata(
                 num_rows=None,
-                size_bytes=sum(self.sizes[i] for i in group),
-                input_files=tuple(self.files[i] for i in group),
+                size_bytes=sum(sizes[i] for i in group),
+                input_files=tuple(f if isinstance(f, str) else f.path for f in files),
                 exec_stats=None,
             )
-            files = [self.files[i] for i in group]
             read_fn = functools.partial(_read_files, files, self.schema, *self.options)
             tasks.append(
                 ReadTask(
@@ -141,8 +158,9 @@ class _Source(Datasource):
         return tasks
 
 
-def _balanced(files: list[str], sizes: list[int], n: int) -> list[list[int]]:
-    """``n`` groups of file indexes of about equal total size, each in file order."""
+def _balanced(files: list[str | ByteRange], sizes: list[int], n: int) -> list[list[int]]:
+    """``n`` groups of file (or range) indexes of about equal total size, each in file
+    order."""
     groups: list[list[int]] = [[] for _ in range(n)]
     loads = [0] * n
     for i in sorted(range(len(files)), key=lambda i: -sizes[i]):

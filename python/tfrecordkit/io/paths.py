@@ -377,6 +377,10 @@ class _RemoteFile:
         with remote_errors(self._url):
             return self._file.read(n)
 
+    def seek(self, offset: int) -> int:
+        with remote_errors(self._url):
+            return int(self._file.seek(offset))
+
     def close(self) -> None:
         self._file.close()
 

@@ -16,12 +16,11 @@ from ..schema.columns import as_table
 from .options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from .paths import (
     PathLike,
-    Paths,
     StorageOptions,
-    expand_paths,
     opener_for,
 )
 from .policy import OnError, policed
+from .ranges import ReadPaths, resolve
 from .reports import ReadReport
 
 __all__ = ["RandomRecordReader", "RecordWriter", "TFRecordOptions", "read_batches", "read_records"]
@@ -31,7 +30,7 @@ SEEKABLE_MEMBER_BYTES = 1 << 20
 
 
 def read_records(
-    paths: Paths,
+    paths: ReadPaths,
     *,
     compression: str | None = "auto",
     verify: bool = True,
@@ -101,7 +100,7 @@ def _following(
 
 
 def read_batches(
-    paths: Paths,
+    paths: ReadPaths,
     batch_size: int = 1024,
     *,
     compression: str | None = "auto",
@@ -139,13 +138,15 @@ def _located(reader: _core.RecordReader, outputs: Callable[[Any], T], parsed: An
         raise
 
 
-def _open(paths: Paths, o: ReadOptions, follow: bool = False) -> _core.RecordReader:
-    files = expand_paths(paths, storage_options=o.storage_options)
+def _open(paths: ReadPaths, o: ReadOptions, follow: bool = False) -> _core.RecordReader:
+    files, spans = resolve(paths, o.storage_options)
     opener = opener_for(files, o.storage_options)
     if follow and opener is not None:
         raise ValueError("follow=True reads local files only")
+    if follow and spans is not None:
+        raise ValueError("follow=True reads whole files, not byte ranges")
     return _core.RecordReader(
-        files, o.compression, o.verify, o.max_record_bytes, o.resync, follow, opener
+        files, o.compression, o.verify, o.max_record_bytes, o.resync, follow, opener, spans
     )
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 from ..errors import ExampleDecodeError
 from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
-from ..io.paths import Paths, StorageOptions
+from ..io.paths import StorageOptions
 from ..io.policy import OnError
+from ..io.ranges import ReadPaths
 from ..io.records import _batches, _located, _open
 from ..io.reports import ReadReport
 from .example import decode_sequence_example, foreign
@@ -21,7 +22,7 @@ __all__ = ["infer_schema", "read_examples"]
 
 
 def read_examples(
-    paths: Paths,
+    paths: ReadPaths,
     schema: Any,
     batch_size: int = 1024,
     *,
@@ -68,7 +69,7 @@ def read_examples(
 SAMPLE_BYTES = 64 << 20
 
 
-def infer_schema(paths: Paths, sample: int = 1000, **read_kwargs: Any) -> Schema:
+def infer_schema(paths: ReadPaths, sample: int = 1000, **read_kwargs: Any) -> Schema:
     """Guesses a schema from the first ``sample`` Examples of ``paths``, or fewer once they
     hold 64 MiB (see :class:`SchemaGuess`); ``read_kwargs`` are the read options of
     :func:`read_records`.

@@ -105,7 +105,7 @@ impl Permits {
 
 impl Files {
     fn open(&self, file: usize) -> Result<SourceReader> {
-        SourceReader::open(&self.paths[file], &self.read, &self.opener)
+        SourceReader::open(&self.paths[file], &self.read, &self.opener, None)
     }
 
     /// Reads file `file` into chunks sent to `tx`; `false` when the consumer has gone.
