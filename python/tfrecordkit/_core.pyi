@@ -163,6 +163,7 @@ class RecordReader:
         follow: bool = False,
         opener: Callable[[str], Any] | None = None,
         spans: list[tuple[int, int, int] | None] | None = None,
+        ahead: bool = False,
     ) -> RecordReader: ...
     def read_batch(
         self, max_records: int = 1024, max_bytes: int = 16777216, one_by_one: bool = False

@@ -1,6 +1,7 @@
 //! tfrecordkit's core: TFRecord framing, compression, and the `tf.train.Example` wire codec,
 //! with schema-driven batch parsing. Pure Rust; the Python bindings live in another crate.
 
+pub mod ahead;
 pub mod assemble;
 pub mod columns;
 pub mod composite;
@@ -21,6 +22,7 @@ pub mod tensor;
 pub mod wire;
 pub mod writer;
 
+pub use ahead::BatchesAhead;
 pub use assemble::{Assembled, Assembly, PartitionSource, SparseValues};
 pub use columns::{frame_table, ColumnRef, Rows, Values};
 pub use compression::Compression;

@@ -86,6 +86,22 @@ impl MultiFileReader {
             .collect()
     }
 
+    /// The paths read, in order.
+    pub fn paths(&self) -> &[String] {
+        &self.paths
+    }
+
+    /// The runs of records in the last batch: `(file, index in the file of its first
+    /// record, records)`.
+    pub fn batch_runs(&self) -> &[(usize, u64, u64)] {
+        &self.batch_runs
+    }
+
+    /// How many files have been opened so far.
+    pub fn opened(&self) -> usize {
+        self.delivered.len()
+    }
+
     /// `(path, records delivered)` for every file opened so far.
     pub fn delivered(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         self.paths

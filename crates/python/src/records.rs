@@ -10,7 +10,8 @@ use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
 use tfrecordkit_core::LargeRecords;
 use tfrecordkit_core::{
-    Compression, Finished, MultiFileReader, Parsed, ReadOptions, RecordBatch, Span, WriteOptions,
+    BatchesAhead, Compression, Finished, MultiFileReader, Parsed, ReadOptions, RecordBatch, Span,
+    WriteOptions,
 };
 
 use crate::convert::bytes_like;
@@ -74,14 +75,64 @@ impl LargeRecords for BytesSink {
 /// Reads the records of several files in order, a batch per call.
 #[pyclass(module = "tfrecordkit._core")]
 pub struct RecordReader {
-    inner: MultiFileReader,
+    inner: Reading,
     batch: RecordBatch,
+    /// Whether batches (without `one_by_one`) are read ahead, on a thread of their own.
+    ahead: bool,
+}
+
+enum Reading {
+    Now(Box<MultiFileReader>),
+    Ahead(BatchesAhead),
+    /// Only while one becomes the other.
+    Moving,
+}
+
+impl RecordReader {
+    /// Reads the next batch into `self.batch`: ahead of the caller once `ahead` asks for
+    /// it, every batch then of the same shape.
+    fn next_batch(&mut self, py: Python<'_>, max_records: usize, max_bytes: usize) -> PyResult<()> {
+        if self.ahead {
+            if let Reading::Now(_) = self.inner {
+                let Reading::Now(reader) = std::mem::replace(&mut self.inner, Reading::Moving)
+                else {
+                    unreachable!()
+                };
+                self.inner = Reading::Ahead(BatchesAhead::new(*reader, max_records, max_bytes));
+            }
+        }
+        let RecordReader { inner, batch, .. } = self;
+        match inner {
+            Reading::Now(reader) => {
+                batch.clear();
+                py.detach(|| reader.read_batch(batch, max_records, max_bytes))
+                    .py_err(py)
+            }
+            Reading::Ahead(ahead) => {
+                if ahead.shape() != (max_records, max_bytes) {
+                    return Err(PyValueError::new_err(
+                        "a reader that reads ahead reads every batch with the same sizes",
+                    ));
+                }
+                py.detach(|| ahead.next_batch(batch)).py_err(py)
+            }
+            Reading::Moving => unreachable!("a reader is always reading"),
+        }
+    }
+
+    fn origin(&self, i: u64) -> Option<(&str, u64)> {
+        match &self.inner {
+            Reading::Now(reader) => reader.origin_in_batch(i),
+            Reading::Ahead(ahead) => ahead.origin_in_batch(i),
+            Reading::Moving => None,
+        }
+    }
 }
 
 #[pymethods]
 impl RecordReader {
     #[new]
-    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false, follow=false, opener=None, spans=None))]
+    #[pyo3(signature = (paths, compression="auto", verify=true, max_record_bytes=None, resync=false, follow=false, opener=None, spans=None, ahead=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -93,6 +144,7 @@ impl RecordReader {
         follow: bool,
         opener: Option<Py<PyAny>>,
         spans: Option<Vec<Option<(u64, u64, u64)>>>,
+        ahead: bool,
     ) -> PyResult<Self> {
         crate::errors::guard("RecordReader.new", || {
             let mut opts = ReadOptions {
@@ -114,8 +166,9 @@ impl RecordReader {
                 inner = inner.with_spans(spans).py_err(py)?;
             }
             Ok(RecordReader {
-                inner,
+                inner: Reading::Now(Box::new(inner)),
                 batch: RecordBatch::default(),
+                ahead: ahead && !follow,
             })
         })
     }
@@ -132,14 +185,24 @@ impl RecordReader {
         one_by_one: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         crate::errors::guard("RecordReader.read_batch", || {
-            let RecordReader { inner, batch } = self;
-            batch.clear();
             let mut sink = BytesSink::default();
-            py.detach(|| {
-                let sink: Option<&mut dyn LargeRecords> = one_by_one.then_some(&mut sink);
-                inner.read_batch_with(batch, max_records.max(1), max_bytes, sink)
-            })
-            .py_err(py)?;
+            if one_by_one {
+                let RecordReader { inner, batch, .. } = self;
+                let Reading::Now(inner) = inner else {
+                    return Err(PyValueError::new_err(
+                        "a reader that reads ahead hands out whole batches",
+                    ));
+                };
+                batch.clear();
+                py.detach(|| {
+                    let sink: Option<&mut dyn LargeRecords> = Some(&mut sink);
+                    inner.read_batch_with(batch, max_records.max(1), max_bytes, sink)
+                })
+                .py_err(py)?;
+            } else {
+                self.next_batch(py, max_records.max(1), max_bytes)?;
+            }
+            let batch = &self.batch;
             let mut made = sink.made.into_iter().map(|(b, _)| b.into_bound(py));
             let mut large = batch.large.iter().copied().peekable();
             PyList::new(
@@ -181,10 +244,8 @@ impl RecordReader {
                 ),
                 None => None,
             };
-            let RecordReader { inner, batch } = self;
-            batch.clear();
-            py.detach(|| inner.read_batch(batch, max_records.max(1), max_bytes.max(1)))
-                .py_err(py)?;
+            self.next_batch(py, max_records.max(1), max_bytes.max(1))?;
+            let batch = &self.batch;
             if batch.is_empty() {
                 return Ok(None);
             }
@@ -203,7 +264,7 @@ impl RecordReader {
                     Ok((parsed, assembled, lists))
                 })
                 .map_err(|mut e: tfrecordkit_core::Error| {
-                    let origin = e.record_index.and_then(|i| inner.origin_in_batch(i));
+                    let origin = e.record_index.and_then(|i| self.origin(i));
                     if let Some((path, index)) = origin {
                         e.path = Some(path.to_owned());
                         e.record_index = Some(index);
@@ -226,17 +287,17 @@ impl RecordReader {
 
     /// `(path, records delivered)` for every file opened so far.
     fn delivered(&self) -> Vec<(String, u64)> {
-        self.inner
-            .delivered()
-            .map(|(p, n)| (p.to_owned(), n))
-            .collect()
+        let own = |(p, n): (&str, u64)| (p.to_owned(), n);
+        match &self.inner {
+            Reading::Now(reader) => reader.delivered().map(own).collect(),
+            Reading::Ahead(ahead) => ahead.delivered().map(own).collect(),
+            Reading::Moving => Vec::new(),
+        }
     }
 
     /// `(path, index in the file)` of record `i` of the last batch read.
     fn origin_in_batch(&self, i: u64) -> Option<(String, u64)> {
-        self.inner
-            .origin_in_batch(i)
-            .map(|(path, index)| (path.to_owned(), index))
+        self.origin(i).map(|(path, index)| (path.to_owned(), index))
     }
 }
 

@@ -70,10 +70,10 @@ def read_arrow(
     batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> Any:
     """The Examples of ``paths`` as a ``pyarrow.RecordBatchReader`` of up to
-    ``batch_size`` rows per batch, streamed: one batch in memory at a time. A batch also
-    ends once its records hold ``batch_bytes`` (4 MiB by default), so that memory stays
-    flat and reads fast when rows are large (images, audio): the row count is an upper
-    bound.
+    ``batch_size`` rows per batch, streamed: a batch in hand, the next one read on a thread
+    of its own meanwhile. A batch also ends once its records hold ``batch_bytes`` (4 MiB by
+    default), so that memory stays flat and reads fast when rows are large (images,
+    audio): the row count is an upper bound.
 
     ``schema`` is inferred from the first Examples when omitted (with the feature lists of
     SequenceExamples); ``columns`` keeps some of its features. int64 and float32 values
@@ -118,7 +118,7 @@ def read_arrow(
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
     names = arrow_schema.names
     kinds = {f.name: f.type for f in arrow_schema}
-    reader = _open(paths, o)
+    reader = _open(paths, o, ahead=True)
     next_batch, arrays = _readers(pa, reader, context, lists, batch_size, batch_bytes)
 
     def batch(parsed: Any) -> Any:

@@ -117,12 +117,13 @@ def read_batches(
 
     Batches run across file boundaries. A batch also ends once its records hold
     ``batch_bytes`` (4 MiB by default), so that memory stays flat whatever the size of a
-    record; it is shorter otherwise only at the end, or where damage was skipped.
+    record; it is shorter otherwise only at the end, or where damage was skipped. The
+    next batch is read and checked on a thread of its own while the last one is used.
     """
     check_count("batch_size", batch_size)
     check_count("batch_bytes", batch_bytes)
     o = ReadOptions.given(options, locals())
-    reader = _open(paths, o)
+    reader = _open(paths, o, ahead=True)
     return _batches(lambda: reader.read_batch(batch_size, batch_bytes), o, reader)
 
 
@@ -138,7 +139,12 @@ def _located(reader: _core.RecordReader, outputs: Callable[[Any], T], parsed: An
         raise
 
 
-def _open(paths: ReadPaths, o: ReadOptions, follow: bool = False) -> _core.RecordReader:
+def _open(
+    paths: ReadPaths, o: ReadOptions, follow: bool = False, ahead: bool = False
+) -> _core.RecordReader:
+    """A native reader of ``paths``; with ``ahead``, it reads each batch on a thread of
+    its own while the caller works on the one before (every batch then read with the same
+    sizes)."""
     files, spans = resolve(paths, o.storage_options)
     opener = opener_for(files, o.storage_options)
     if follow and opener is not None:
@@ -146,7 +152,7 @@ def _open(paths: ReadPaths, o: ReadOptions, follow: bool = False) -> _core.Recor
     if follow and spans is not None:
         raise ValueError("follow=True reads whole files, not byte ranges")
     return _core.RecordReader(
-        files, o.compression, o.verify, o.max_record_bytes, o.resync, follow, opener, spans
+        files, o.compression, o.verify, o.max_record_bytes, o.resync, follow, opener, spans, ahead
     )
 
 

@@ -39,7 +39,8 @@ def read_examples(
     """Reads and parses Examples in batches: each item is what :func:`parse_examples`
     returns for up to ``batch_size`` records, or fewer once they hold ``batch_bytes``
     (4 MiB by default). Reading, checksums and parsing all run in native code without
-    the GIL.
+    the GIL, and the next batch is read and checked on a thread of its own while the last
+    one is parsed and used.
 
     >>> schema = {"label": FixedLen([], "int64")}
     >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
@@ -58,7 +59,7 @@ def read_examples(
         )
     schema = _as_schema(schema)
     compiled = schema.compiled()
-    reader = _open(paths, o)
+    reader = _open(paths, o, ahead=True)
     batches = _batches(
         lambda: reader.read_parsed(compiled, batch_size, max_bytes=batch_bytes), o, reader
     )

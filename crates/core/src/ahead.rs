@@ -1,0 +1,149 @@
+//! Batches of records read on a thread of their own, a batch ahead of the consumer, so
+//! that reading and checking the next batch overlaps whatever the consumer does with the
+//! last one (parsing it, say).
+
+use std::thread;
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::multi::MultiFileReader;
+use crate::reader::RecordBatch;
+
+/// Batches read ahead of the consumer: at most one waiting and one being read, besides
+/// the one the consumer holds. Dropping it stops the thread after the read in progress.
+pub struct BatchesAhead {
+    batches: Receiver<Ahead>,
+    spent: Sender<RecordBatch>,
+    paths: Vec<String>,
+    delivered: Vec<u64>,
+    runs: Vec<(usize, u64, u64)>,
+    shape: (usize, usize),
+    ended: bool,
+}
+
+/// A batch as the reading thread left it, with what locates its records.
+struct Ahead {
+    batch: RecordBatch,
+    result: Result<()>,
+    runs: Vec<(usize, u64, u64)>,
+    opened: usize,
+}
+
+impl BatchesAhead {
+    /// Reads `reader` in batches of up to `max_records` records and `max_bytes` bytes (as
+    /// [`MultiFileReader::read_batch`] reads them) on a thread of its own.
+    pub fn new(mut reader: MultiFileReader, max_records: usize, max_bytes: usize) -> Self {
+        let paths = reader.paths().to_vec();
+        let (tx, batches) = bounded::<Ahead>(1);
+        let (spent, reuse) = bounded::<RecordBatch>(2);
+        let spawned = thread::Builder::new()
+            .name("tfrecordkit-batches".into())
+            .spawn(move || loop {
+                let mut batch = reuse.try_recv().unwrap_or_default();
+                batch.clear();
+                let result = Error::catch("the batch read-ahead thread", || {
+                    reader.read_batch(&mut batch, max_records, max_bytes)
+                })
+                .and_then(|r| r);
+                let end = result.is_ok() && batch.is_empty();
+                let broken = matches!(&result, Err(e) if e.kind == ErrorKind::Internal);
+                // An error comes alone, and the runs the reader holds then are older.
+                let runs = if batch.is_empty() {
+                    Vec::new()
+                } else {
+                    reader.batch_runs().to_vec()
+                };
+                let ahead = Ahead {
+                    batch,
+                    result,
+                    runs,
+                    opened: reader.opened(),
+                };
+                if tx.send(ahead).is_err() || end || broken {
+                    return;
+                }
+            });
+        let batches = match spawned {
+            Ok(_) => batches,
+            Err(e) => {
+                let (tx, rx) = bounded(1);
+                let _ = tx.send(Ahead {
+                    batch: RecordBatch::default(),
+                    result: Err(Error::io(e, None)),
+                    runs: Vec::new(),
+                    opened: 0,
+                });
+                rx
+            }
+        };
+        BatchesAhead {
+            batches,
+            spent,
+            paths,
+            delivered: Vec::new(),
+            runs: Vec::new(),
+            shape: (max_records, max_bytes),
+            ended: false,
+        }
+    }
+
+    /// The `(max_records, max_bytes)` every batch is read with.
+    pub fn shape(&self) -> (usize, usize) {
+        self.shape
+    }
+
+    /// Replaces `out` with the next batch, as [`MultiFileReader::read_batch`] fills it:
+    /// empty at the end, and an error in place of a batch.
+    pub fn next_batch(&mut self, out: &mut RecordBatch) -> Result<()> {
+        self.runs.clear();
+        // The last batch's memory goes back to the reading thread, its pages still mapped.
+        let spent = std::mem::take(out);
+        if spent.data.capacity() > 0 {
+            let _ = self.spent.try_send(spent);
+        }
+        if self.ended {
+            return Ok(());
+        }
+        let Ok(ahead) = self.batches.recv() else {
+            self.ended = true;
+            return Ok(());
+        };
+        let Ahead {
+            batch,
+            result,
+            runs,
+            opened,
+        } = ahead;
+        if result.is_ok() && batch.is_empty() {
+            self.ended = true;
+        }
+        self.delivered.resize(opened.max(self.delivered.len()), 0);
+        for &(file, _, n) in &runs {
+            self.delivered[file] += n;
+        }
+        self.runs = runs;
+        *out = batch;
+        result
+    }
+
+    /// As [`MultiFileReader::origin_in_batch`], for the last batch handed out.
+    pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64)> {
+        let mut i = i;
+        for &(file, first, n) in &self.runs {
+            if i < n {
+                return Some((&self.paths[file], first + i));
+            }
+            i -= n;
+        }
+        None
+    }
+
+    /// As [`MultiFileReader::delivered`]: the records handed out, not those read ahead.
+    pub fn delivered(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.paths
+            .iter()
+            .map(String::as_str)
+            .zip(self.delivered.iter().copied())
+    }
+}

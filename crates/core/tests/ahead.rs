@@ -1,0 +1,123 @@
+//! Batches read ahead on a thread of their own give what the reader gives in place.
+
+use std::io::Write;
+
+use tfrecordkit_core::{
+    frame_record, BatchesAhead, ErrorKind, MultiFileReader, ReadOptions, RecordBatch,
+};
+
+fn write_file(dir: &std::path::Path, name: &str, records: &[Vec<u8>]) -> String {
+    let mut bytes = Vec::new();
+    for r in records {
+        frame_record(r, &mut bytes);
+    }
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(&bytes)
+        .unwrap();
+    path.display().to_string()
+}
+
+fn records(n: usize, seed: u8) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| vec![seed.wrapping_add(i as u8); i % 13])
+        .collect()
+}
+
+/// Every batch (records, or the error) of `read`, until the end.
+fn drain(
+    mut read: impl FnMut(&mut RecordBatch) -> tfrecordkit_core::Result<()>,
+) -> Vec<Result<Vec<Vec<u8>>, ErrorKind>> {
+    let mut out = Vec::new();
+    let mut batch = RecordBatch::default();
+    loop {
+        match read(&mut batch) {
+            Ok(()) if batch.is_empty() => return out,
+            Ok(()) => out.push(Ok(batch.iter().map(<[u8]>::to_vec).collect())),
+            Err(e) => out.push(Err(e.kind)),
+        }
+        assert!(out.len() < 10_000, "no end");
+    }
+}
+
+#[test]
+fn batches_ahead_are_the_batches_in_place_errors_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_file(dir.path(), "a", &records(50, 0));
+    let b = write_file(dir.path(), "b", &records(0, 0));
+    let c = write_file(dir.path(), "c", &records(77, 9));
+    let mut bytes = std::fs::read(&c).unwrap();
+    bytes[200] ^= 0xff;
+    std::fs::write(&c, &bytes).unwrap();
+    let paths = vec![a, b, c];
+    let opts = ReadOptions {
+        resync: true,
+        ..ReadOptions::default()
+    };
+    let mut now = MultiFileReader::new(paths.clone(), opts, None);
+    let want = drain(|batch| {
+        batch.clear();
+        now.read_batch(batch, 16, usize::MAX)
+    });
+    assert!(want.iter().any(Result::is_err), "the damage is seen");
+    let mut ahead = BatchesAhead::new(
+        MultiFileReader::new(paths.clone(), opts, None),
+        16,
+        usize::MAX,
+    );
+    let got = drain(|batch| ahead.next_batch(batch));
+    assert_eq!(got, want);
+    let counted: Vec<(String, u64)> = ahead.delivered().map(|(p, n)| (p.to_owned(), n)).collect();
+    let expected: Vec<(String, u64)> = now.delivered().map(|(p, n)| (p.to_owned(), n)).collect();
+    assert_eq!(counted, expected);
+}
+
+#[test]
+fn origins_and_counts_follow_what_was_handed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_file(dir.path(), "a", &records(10, 0));
+    let b = write_file(dir.path(), "b", &records(10, 1));
+    let mut ahead = BatchesAhead::new(
+        MultiFileReader::new(vec![a.clone(), b.clone()], ReadOptions::default(), None),
+        6,
+        usize::MAX,
+    );
+    let mut batch = RecordBatch::default();
+    ahead.next_batch(&mut batch).unwrap();
+    assert_eq!(batch.len(), 6);
+    ahead.next_batch(&mut batch).unwrap();
+    assert_eq!(batch.len(), 6);
+    assert_eq!(ahead.origin_in_batch(3), Some((a.as_str(), 9)));
+    assert_eq!(ahead.origin_in_batch(4), Some((b.as_str(), 0)));
+    assert_eq!(ahead.origin_in_batch(6), None);
+    // The reading thread is a batch or two further on; only what was handed out counts.
+    let counted: Vec<u64> = ahead.delivered().map(|(_, n)| n).collect();
+    assert_eq!(counted, vec![10, 2]);
+    // Dropped halfway, it stops.
+    drop(ahead);
+}
+
+#[test]
+fn a_missing_file_is_an_error_in_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_file(dir.path(), "a", &records(3, 0));
+    let gone = dir.path().join("gone").display().to_string();
+    let mut ahead = BatchesAhead::new(
+        MultiFileReader::new(vec![a, gone.clone()], ReadOptions::default(), None),
+        100,
+        usize::MAX,
+    );
+    let mut batch = RecordBatch::default();
+    ahead.next_batch(&mut batch).unwrap();
+    assert_eq!(batch.len(), 3);
+    let err = ahead.next_batch(&mut batch).unwrap_err();
+    assert_eq!(
+        (err.kind, err.path.as_deref()),
+        (ErrorKind::Io, Some(gone.as_str()))
+    );
+    ahead.next_batch(&mut batch).unwrap();
+    assert!(batch.is_empty());
+    ahead.next_batch(&mut batch).unwrap();
+    assert!(batch.is_empty(), "the end stays the end");
+}
