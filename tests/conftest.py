@@ -3,6 +3,7 @@ suite needs (TensorFlow included) is installed by the test command."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -71,8 +72,9 @@ def keep_artifacts():
     return keep
 
 
-def _spark_session(master: str):
-    """A Spark session on ``master``, its Python workers this interpreter, on loopback."""
+def _spark_session(master: str, conf: dict[str, str] | None = None):
+    """A Spark session on ``master`` (with ``conf`` besides), its Python workers this
+    interpreter, on loopback."""
     import sys
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -85,14 +87,16 @@ def _spark_session(master: str):
         if active.sparkContext.master == master:
             return active
         active.stop()
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     import tfrecordkit as tfr
 
@@ -116,6 +120,24 @@ def cluster_spark(spark_cluster):
 def spark_cluster(tmp_path_factory):
     """A Spark standalone cluster on loopback: a master and two workers of one core each,
     started from the PySpark installation and stopped afterwards. Yields its master URL."""
+    with _standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as (master, _):
+        yield master
+
+
+@pytest.fixture
+def breakable_cluster_spark(request, tmp_path_factory):
+    """A Spark session on a standalone cluster like ``spark_cluster``'s but of the test's
+    own, for a test that kills part of it; parametrized indirectly, the session's conf.
+    Yields the session and the cluster's workers' processes (each the Worker JVM)."""
+    conf = getattr(request, "param", None)
+    with _standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as (master, workers):
+        yield _spark_session(master, conf), workers
+
+
+@contextlib.contextmanager
+def _standalone_cluster(logs):
+    """Starts a master and two one-core workers logging to ``logs``; yields the master's
+    URL and the workers' processes (each the Worker JVM itself), and stops them all."""
     import socket
     import subprocess
     import time
@@ -124,7 +146,6 @@ def spark_cluster(tmp_path_factory):
     import pyspark
 
     home = Path(pyspark.__file__).parent
-    logs = tmp_path_factory.mktemp("spark-cluster")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -151,35 +172,35 @@ def spark_cluster(tmp_path_factory):
             "0",
         )
     ]
-    deadline = time.monotonic() + 60
-    while "Starting Spark master" not in (logs / "master.log").read_text():
-        assert time.monotonic() < deadline, (logs / "master.log").read_text()
-        time.sleep(0.2)
-    for i in range(2):
-        procs.append(
-            start(
-                f"worker{i}",
-                "org.apache.spark.deploy.worker.Worker",
-                master,
-                "--cores",
-                "1",
-                "--memory",
-                "1g",
-                "--webui-port",
-                "0",
-                "--host",
-                "127.0.0.1",
-                "--work-dir",
-                str(logs / f"work{i}"),
-            )
-        )
-    for i in range(2):
-        log = logs / f"worker{i}.log"
-        while "Successfully registered with master" not in log.read_text():
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
     try:
-        yield master
+        deadline = time.monotonic() + 60
+        while "Starting Spark master" not in (logs / "master.log").read_text():
+            assert time.monotonic() < deadline, (logs / "master.log").read_text()
+            time.sleep(0.2)
+        for i in range(2):
+            procs.append(
+                start(
+                    f"worker{i}",
+                    "org.apache.spark.deploy.worker.Worker",
+                    master,
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    "0",
+                    "--host",
+                    "127.0.0.1",
+                    "--work-dir",
+                    str(logs / f"work{i}"),
+                )
+            )
+        for i in range(2):
+            log = logs / f"worker{i}.log"
+            while "Successfully registered with master" not in log.read_text():
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        yield master, procs[1:]
     finally:
         from pyspark.sql import SparkSession
 

@@ -77,7 +77,9 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     # Apache Spark, and Dask.
     assert " |-- feature2: binary (nullable = true)\n" in out
     assert "\n10000 4\nTrue\n" in out
-    assert "\n8 20000\n" in out
+    assert "'feature2=horse']\nTrue\n['feature0', 'feature1', 'feature3']\n" in out
+    assert "\n['feature0', 'feature1', 'feature3', 'feature2'] True\n" in out
+    assert "\n8 20000\nTrue 20000\n" in out
     assert (tmp_path / "from-spark" / "chickens.manifest.json").exists()
     # Statistics, per split, with what differs between the splits.
     assert (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def test_read_arrow_and_table_take_ranges(tmp_path: Path) -> None:
 def test_ranges_cut_anywhere_read_each_record_once(big, cuts: list[int]) -> None:
     path, records = big
     bounds = [0, *sorted(cuts), TO_END]
-    parts = [tfr.ByteRange(path, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    parts = [tfr.ByteRange(path, a, b) for a, b in itertools.pairwise(bounds)]
     assert [r for b in tfr.read_batches(parts, 64) for r in b] == records
 
 

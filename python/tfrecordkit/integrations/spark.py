@@ -1,8 +1,10 @@
 """Apache Spark: ``spark.read.format("tfrecord")`` and ``df.write.format("tfrecord")``, as a
 Spark 4 Python data source that exchanges Arrow record batches, with no jar.
 
-Reading is :func:`tfrecordkit.read_arrow` in Spark's tasks, a file per partition, cast to
-the Arrow types Spark expects. Writing encodes each task's Arrow batches natively into one
+Reading is :func:`tfrecordkit.read_arrow` in Spark's tasks, cast to the Arrow types Spark
+expects. Small files are grouped into partitions of about ``partitionBytes`` (64 MiB), and
+a larger file is shared among partitions by the record offsets of its ``.idx`` sidecar
+(:func:`tfrecordkit.byte_ranges`). Writing encodes each task's Arrow batches natively into one
 part; the driver commits the parts once every task has finished, as
 :func:`tfrecordkit.write_dataset` commits its shards: ``-SSSSS-of-NNNNN`` names, index
 sidecars and a manifest, all or nothing.
@@ -10,6 +12,11 @@ sidecars and a manifest, all or nothing.
 >>> tfr.spark.register(spark)                                    # doctest: +SKIP
 >>> df = spark.read.format("tfrecord").load("data/train-*.tfrecord")  # doctest: +SKIP
 >>> df.write.format("tfrecord").mode("overwrite").save("out/train")  # doctest: +SKIP
+>>> df.write.format("tfrecord").partitionBy("lang").save("out/by-lang")  # doctest: +SKIP
+
+With ``partitionBy`` the path is a directory, as in Spark: ``out/by-lang/lang=en/`` holds
+the committed dataset ``part-SSSSS-of-NNNNN.tfrecord`` of the rows whose ``lang`` is
+``en``, without that column (see ``tfrecordkit.integrations.spark_partitions``).
 
 Option names follow spark-tfrecord's where they mean the same thing (``recordType``,
 ``codec``), so that its users can switch by changing the format name.
@@ -18,10 +25,11 @@ Option names follow spark-tfrecord's where they mean the same thing (``recordTyp
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 try:
@@ -40,15 +48,25 @@ except ImportError as err:  # pragma: no cover - the [spark] extra installs it
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import manifest_path
 from ..io.paths import exists, expand_paths, file_size, is_url
+from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
 from ..schema.features import Schema
 from ..schema.reading import infer_schema
 from .arrow import arrow_columns, read_arrow
+from .spark_partitions import (
+    PartitionedWriter,
+    datasets_under,
+    partition_values,
+    partitioned_files,
+    prepare,
+)
 
 __all__ = ["TFRecordDataSource", "register"]
 
 #: Spark's format name for TFRecords.
 FORMAT = "tfrecord"
+#: A file is split among partitions in pieces of at least this many bytes.
+MIN_SPLIT_BYTES = 256 << 10
 _RECORD_TYPES = ("example", "sequenceexample", "bytearray")
 _MODES = {"error": "errorifexists", "errorifexists": "errorifexists", "default": "errorifexists"}
 
@@ -56,10 +74,12 @@ _MODES = {"error": "errorifexists", "errorifexists": "errorifexists", "default":
 def register(spark: Any) -> None:
     """Makes ``format("tfrecord")`` read and write TFRecords in ``spark``'s session.
 
-    Python data sources take only Spark's ``append`` and ``overwrite`` save modes; this
-    also teaches ``DataFrameWriter`` the others for ``tfrecord``: ``errorifexists`` (the
-    default) and ``ignore`` look for a dataset at the prefix first, and the commit checks
-    again.
+    Python data sources take only Spark's ``append`` and ``overwrite`` save modes, and
+    no ``partitionBy``; this teaches ``DataFrameWriter`` the others for ``tfrecord``:
+    ``errorifexists`` (the default) and ``ignore`` look for a dataset at the prefix first
+    (with ``partitionBy``, for any dataset under the directory), and the commit checks
+    again; and ``partitionBy`` (on the writer or ``save``'s argument) writes a dataset
+    per value under ``path/name=value/``, in one job.
     """
     _require_java()
     spark.dataSource.register(TFRecordDataSource)
@@ -87,9 +107,14 @@ def _paths(options: dict[str, str]) -> list[str]:
         raise ValueError("no path to read: load(path) or load([paths])")
     files: list[str] = []
     for p in paths:
-        local = not is_url(p) and os.path.isdir(p)
-        pattern = os.path.join(p, "*") if local else p
-        files += expand_paths(pattern, storage_options=_storage_options(options))
+        if not is_url(p) and os.path.isdir(p):
+            # A directory's files, and those of its name=value partition directories.
+            found = partitioned_files(p)
+            if not found:
+                raise FileNotFoundError(2, "no data files in the directory", p)
+            files += found
+        else:
+            files += expand_paths(p, storage_options=_storage_options(options))
     # Executors elsewhere (a cluster's workers) read from directories of their own.
     return [f if is_url(f) else os.path.abspath(f) for f in files]
 
@@ -117,6 +142,9 @@ class _ReadPlan:
     on_error: str
     resync: bool = False
     partition_bytes: int = 64 << 20
+    #: Partition columns found in the files' name=value directories, and each file's values.
+    partition_columns: list[str] = field(default_factory=list)
+    partition_values: list[tuple[str | None, ...]] = field(default_factory=list)
 
 
 def _plan(options: dict[str, str]) -> _ReadPlan:
@@ -129,6 +157,8 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             f"recordType must be Example, SequenceExample or ByteArray, not {record_type!r}"
         )
     files = _paths(options)
+    bases = json.loads(options["paths"]) if options.get("paths") else [options["path"]]
+    partition_columns, values = partition_values(files, bases)
     so = _storage_options(options)
     compression = _compression(options)
     strings_opt = options.get("strings", "false")
@@ -158,6 +188,11 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             context = inferred
             lists = inferred.sequence if record_type == "sequenceexample" else None
         context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
+    clash = [c for c in partition_columns if c in arrow_schema.names]
+    if clash:
+        raise ValueError(f"partition columns {clash} are features of the records too")
+    for c in partition_columns:
+        arrow_schema = arrow_schema.append(pa.field(c, pa.string()))
     return _ReadPlan(
         files=files,
         record_type=record_type,
@@ -170,6 +205,8 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
         on_error=on_error,
         resync=resync,
         partition_bytes=partition_bytes,
+        partition_columns=partition_columns,
+        partition_values=values,
     )
 
 
@@ -217,9 +254,14 @@ class TFRecordDataSource(DataSource):
     to ``.schema(...)``), ``sequenceSchema``, ``recordType`` (``Example``,
     ``SequenceExample``, ``ByteArray``), ``compression`` (or ``codec``; detected by
     default), ``strings`` (``true``, or the features to read as StringType), ``onError``
-    (``raise`` or ``skip``), ``storage_options`` (JSON, for ``s3://`` and other URLs).
+    (``raise`` or ``skip``), ``storage_options`` (JSON, for ``s3://`` and other URLs),
+    ``partitionBytes`` (bytes per partition, 64 MiB by default; a larger indexed file is
+    split among partitions).
     Write options: ``compression``, ``index`` (``false`` for no ``.idx`` sidecars),
-    ``storage_options``.
+    ``storage_options``, ``partitionOverwriteMode`` (with ``partitionBy`` and
+    ``overwrite``: ``static`` replaces every dataset under the path, ``dynamic`` only the
+    partitions written; the session's ``spark.sql.sources.partitionOverwriteMode`` by
+    default).
     """
 
     @classmethod
@@ -239,20 +281,26 @@ class TFRecordDataSource(DataSource):
         return _Reader(self._read_plan, schema)
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        return _Writer(dict(self.options), overwrite)
+        options = {k.lower(): v for k, v in self.options.items()}
+        if options.get("tfrecordkit_partitionby"):
+            return _partitioned_writer(options, overwrite)
+        return _Writer(options, overwrite)
 
 
 class _Files(InputPartition):
-    def __init__(self, paths: list[str]) -> None:
+    def __init__(self, paths: list[str | ByteRange], values: tuple[str | None, ...] = ()) -> None:
         super().__init__(paths)
         self.paths = paths
+        self.values = values
 
 
-def _groups(files: list[str], sizes: list[int], target: int) -> list[list[str]]:
-    """Consecutive files in groups of about ``target`` bytes (a larger file alone): each
-    task's fixed cost is spent on enough data."""
-    groups: list[list[str]] = []
-    current: list[str] = []
+def _groups(
+    files: list[str | ByteRange], sizes: list[int], target: int
+) -> list[list[str | ByteRange]]:
+    """Consecutive files (and byte ranges of large ones) in groups of about ``target``
+    bytes: each task's fixed cost is spent on enough data."""
+    groups: list[list[str | ByteRange]] = []
+    current: list[str | ByteRange] = []
     held = 0
     for path, size in zip(files, sizes, strict=True):
         if current and held + size > target:
@@ -278,8 +326,23 @@ class _Reader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         p = self.plan
-        sizes = [file_size(f, p.storage_options) for f in p.files]
-        return [_Files(g) for g in _groups(p.files, sizes, p.partition_bytes)]
+        out: list[InputPartition] = []
+        values = p.partition_values or [()] * len(p.files)
+        # A task reads one partition directory's files: its rows share the values.
+        pairs = zip(p.files, values, strict=True)
+        for value, run in itertools.groupby(pairs, key=lambda fv: fv[1]):
+            items: list[str | ByteRange] = []
+            sizes: list[int] = []
+            for f, _ in run:
+                size = file_size(f, p.storage_options)
+                # A file larger than a partition is shared, by the record offsets of its
+                # index, in pieces big enough to be worth a task.
+                target = max(p.partition_bytes, MIN_SPLIT_BYTES)
+                pieces = cut(f, size, target, p.compression, p.storage_options)
+                items += pieces
+                sizes += [span_bytes(piece, size) for piece in pieces]
+            out += [_Files(g, value) for g in _groups(items, sizes, p.partition_bytes)]
+        return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
@@ -292,7 +355,8 @@ class _Reader(DataSourceReader):
             for batch in read_batches(
                 paths, 4096, compression=p.compression, storage_options=p.storage_options
             ):
-                yield pa.RecordBatch.from_arrays([pa.array(batch, pa.binary())], ["byteArray"])
+                raw = pa.RecordBatch.from_arrays([pa.array(batch, pa.binary())], ["byteArray"])
+                yield _with_values(raw, p, partition).select(self.target.names)
             return
         reader = read_arrow(
             paths,
@@ -305,7 +369,20 @@ class _Reader(DataSourceReader):
             resync=p.resync,
         )
         for batch in reader:
-            yield batch.select(self.target.names).cast(self.target)
+            yield _with_values(batch, p, partition).select(self.target.names).cast(self.target)
+
+
+def _with_values(batch: Any, plan: _ReadPlan, partition: InputPartition) -> Any:
+    """``batch`` with its partition's values as string columns."""
+    import pyarrow as pa
+
+    values = getattr(partition, "values", ())
+    if not plan.partition_columns:
+        return batch
+    arrays = [pa.repeat(pa.scalar(v, pa.string()), batch.num_rows) for v in values]
+    return pa.RecordBatch.from_arrays(
+        [*batch.columns, *arrays], names=[*batch.schema.names, *plan.partition_columns]
+    )
 
 
 @dataclass
@@ -315,19 +392,40 @@ class _Part(WriterCommitMessage):
     schema: str | None
 
 
+def _write_settings(options: dict[str, str], overwrite: bool) -> tuple[str, str | None, bool, str]:
+    """A write's prefix (or directory), compression, index sidecars and save mode."""
+    prefix = options.get("path")
+    if not prefix:
+        raise ValueError("no prefix to write to: save(prefix)")
+    compression = _compression(options)
+    if compression == "auto":
+        compression = None
+    mode = options.get("tfrecordkit_mode", "overwrite" if overwrite else "errorifexists")
+    index = options.get("index", "true").lower() != "false" and compression is None
+    return (prefix if is_url(prefix) else os.path.abspath(prefix)), compression, index, mode
+
+
+def _partitioned_writer(options: dict[str, str], overwrite: bool) -> PartitionedWriter:
+    root, compression, index, mode = _write_settings(options, overwrite)
+    replace = options.get("partitionoverwritemode", "static").lower()
+    if replace not in ("static", "dynamic"):
+        raise ValueError(f"partitionOverwriteMode must be static or dynamic, not {replace!r}")
+    return PartitionedWriter(
+        root,
+        json.loads(options["tfrecordkit_partitionby"]),
+        compression=compression,
+        index=index,
+        mode=mode,
+        dynamic=replace == "dynamic",
+        storage_options=_storage_options(options),
+    )
+
+
 class _Writer(DataSourceArrowWriter):
     def __init__(self, options: dict[str, str], overwrite: bool) -> None:
-        options = {k.lower(): v for k, v in options.items()}
-        prefix = options.get("path")
-        if not prefix:
-            raise ValueError("no prefix to write to: save(prefix)")
-        compression = _compression(options)
-        if compression == "auto":
-            compression = None
-        mode = options.get("tfrecordkit_mode", "overwrite" if overwrite else "errorifexists")
-        self.index = options.get("index", "true").lower() != "false" and compression is None
+        prefix, compression, self.index, mode = _write_settings(options, overwrite)
         self.commit_ = DatasetCommit(
-            prefix if is_url(prefix) else os.path.abspath(prefix),
+            prefix,
             compression=compression,
             index=self.index,
             overwrite=mode == "overwrite",
@@ -377,12 +475,13 @@ class _Writer(DataSourceArrowWriter):
 
 
 def _teach_save_modes() -> None:
-    """``DataFrameWriter`` learns ``errorifexists`` and ``ignore`` for ``tfrecord``."""
+    """``DataFrameWriter`` learns ``errorifexists`` and ``ignore``, and ``partitionBy``,
+    for ``tfrecord``."""
     from pyspark.sql.readwriter import DataFrameWriter
 
     if getattr(DataFrameWriter, "_tfrecordkit_modes", False):
         return
-    names = ("format", "mode", "option", "options", "save")
+    names = ("format", "mode", "option", "options", "partitionBy", "save")
     original = {n: getattr(DataFrameWriter, n) for n in names}
 
     def format(self: Any, source: str) -> Any:
@@ -402,6 +501,10 @@ def _teach_save_modes() -> None:
         recorded.update((k.lower(), str(v)) for k, v in values.items())
         return original["options"](self, **values)
 
+    def partitionBy(self: Any, *cols: Any) -> Any:
+        self._tfr_partition_by = _column_names(cols)
+        return original["partitionBy"](self, *cols)
+
     def save(
         self: Any,
         path: str | None = None,
@@ -410,11 +513,12 @@ def _teach_save_modes() -> None:
         partitionBy: Any = None,
         **options: Any,
     ) -> None:
+        """Saves as Spark does; for ``tfrecord``, a committed dataset at the prefix
+        ``path`` or, with ``partitionBy``, one under ``path/name=value/part`` (``path`` a
+        directory, as Spark lays out partitioned output) for each partition value."""
         fmt = format or getattr(self, "_tfr_format", None)
         if fmt != FORMAT:
             return original["save"](self, path, format, mode, partitionBy, **options)
-        if partitionBy:
-            raise ValueError("partitionBy is not supported for tfrecord: write each part alone")
         wanted = (mode or getattr(self, "_tfr_mode", None) or "errorifexists").lower()
         wanted = _MODES.get(wanted, wanted)
         if wanted not in ("errorifexists", "ignore", "overwrite"):
@@ -429,20 +533,49 @@ def _teach_save_modes() -> None:
             # Relative to the driver JVM's working directory, as Spark takes paths.
             here = self._spark._jvm.java.lang.System.getProperty("user.dir")
             path = os.path.join(here, path)
-        if wanted != "overwrite" and path and _dataset_at(path, _storage_options(given)):
+        so = _storage_options(given)
+        spark_mode = "overwrite" if wanted == "overwrite" else "append"
+        columns = _column_names([partitionBy]) if partitionBy else None
+        columns = columns or getattr(self, "_tfr_partition_by", None)
+        if columns:
+            if wanted != "overwrite" and path and datasets_under(path, so):
+                if wanted == "ignore":
+                    return None
+                raise FileExistsError(
+                    f"a dataset already exists under {path}; use mode('overwrite')"
+                )
+            if "partitionoverwritemode" not in given:
+                conf = "spark.sql.sources.partitionOverwriteMode"
+                given["partitionoverwritemode"] = self._spark.conf.get(conf, "static")
+            # A writer of its own: this one's JVM side holds partitionBy, which Spark
+            # refuses for Python data sources.
+            df, columns = prepare(self._df, columns)
+            writer = df.write
+            original["mode"](writer, spark_mode)
+            given.pop("path", None)
+            given.update(tfrecordkit_mode=wanted, tfrecordkit_partitionby=json.dumps(columns))
+            return original["save"](writer, path, fmt, None, None, **given)
+        if wanted != "overwrite" and path and _dataset_at(path, so):
             if wanted == "ignore":
                 return None
             raise FileExistsError(f"a dataset already exists at {path}; use mode('overwrite')")
-        spark_mode = "overwrite" if wanted == "overwrite" else "append"
         original["mode"](self, spark_mode)
         return original["save"](self, path, fmt, None, None, tfrecordkit_mode=wanted, **options)
 
     DataFrameWriter.format = format  # type: ignore[method-assign]
-    DataFrameWriter.mode = mode  # type: ignore[method-assign]
+    DataFrameWriter.mode = mode  # type: ignore[method-assign, assignment]
     DataFrameWriter.option = option  # type: ignore[method-assign]
     DataFrameWriter.options = options  # type: ignore[method-assign]
+    DataFrameWriter.partitionBy = partitionBy  # type: ignore[method-assign]
     DataFrameWriter.save = save  # type: ignore[method-assign]
     DataFrameWriter._tfrecordkit_modes = True  # type: ignore[attr-defined]
+
+
+def _column_names(cols: Any) -> list[Any]:
+    """``partitionBy``'s columns, given one by one or as one list, as a list."""
+    if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+        cols = cols[0]
+    return list(cols)
 
 
 def _dataset_at(prefix: str, storage_options: dict[str, Any] | None) -> bool:
