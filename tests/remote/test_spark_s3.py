@@ -40,3 +40,26 @@ def test_spark_reads_and_writes_s3(spark, s3) -> None:
     with pytest.raises(FileExistsError):  # options() as well as option() reach the check
         df.write.format("tfrecord").options(storage_options=so).save(out)
     gc.collect()
+
+
+def test_spark_partitioned_write_and_discovery_on_s3(spark, s3) -> None:
+    import gc
+
+    bucket = s3.bucket()
+    so = json.dumps(s3.options)
+    rows = [(i, ["en", "fr", None][i % 3]) for i in range(300)]
+    df = spark.createDataFrame(rows, "i long, lang string").repartition(2)
+    root = f"s3://{bucket}/out/by-lang"
+    df.write.format("tfrecord").option("storage_options", so).partitionBy("lang").save(root)
+    listed = sorted(p.rsplit("/", 1)[-1] for p in s3.fs().ls(f"{bucket}/out/by-lang"))
+    assert listed == ["lang=__HIVE_DEFAULT_PARTITION__", "lang=en", "lang=fr"]
+    en = tfr.Manifest.load(root + "/lang=en/part", storage_options=s3.options)
+    assert sorted(tfr.read_table(en.files, storage_options=s3.options)["i"].to_pylist()) == list(
+        range(0, 300, 3)
+    )
+    assert not [p for p in s3.fs().find(f"{bucket}/out") if "/." in p or ".part-" in p]
+    back = spark.read.format("tfrecord").option("storage_options", so).load(root)
+    assert sorted((r.i, r.lang) for r in back.collect()) == sorted(rows)
+    with pytest.raises(FileExistsError):
+        df.write.format("tfrecord").option("storage_options", so).partitionBy("lang").save(root)
+    gc.collect()

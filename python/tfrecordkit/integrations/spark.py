@@ -47,7 +47,15 @@ except ImportError as err:  # pragma: no cover - the [spark] extra installs it
 
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import manifest_path
-from ..io.paths import exists, expand_paths, file_size, is_url
+from ..io.paths import (
+    GLOB_CHARS,
+    exists,
+    expand_paths,
+    file_size,
+    filesystem,
+    is_url,
+    remote_errors,
+)
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
 from ..schema.features import Schema
@@ -106,17 +114,29 @@ def _paths(options: dict[str, str]) -> list[str]:
     else:
         raise ValueError("no path to read: load(path) or load([paths])")
     files: list[str] = []
+    so = _storage_options(options)
     for p in paths:
-        if not is_url(p) and os.path.isdir(p):
+        if _is_directory(p, so):
             # A directory's files, and those of its name=value partition directories.
-            found = partitioned_files(p)
+            found = partitioned_files(p, so)
             if not found:
                 raise FileNotFoundError(2, "no data files in the directory", p)
             files += found
         else:
-            files += expand_paths(p, storage_options=_storage_options(options))
+            files += expand_paths(p, storage_options=so)
     # Executors elsewhere (a cluster's workers) read from directories of their own.
     return [f if is_url(f) else os.path.abspath(f) for f in files]
+
+
+def _is_directory(path: str, storage_options: dict[str, Any] | None) -> bool:
+    """Whether ``path`` (not a glob) names a directory, locally or under a URL."""
+    if not is_url(path):
+        return os.path.isdir(path)
+    if GLOB_CHARS & set(path):
+        return False
+    fs, inner = filesystem(path, storage_options=storage_options)
+    with remote_errors(path):
+        return bool(fs.isdir(inner))
 
 
 def _compression(options: dict[str, str]) -> str | None:
