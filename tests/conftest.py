@@ -11,6 +11,33 @@ import pytest
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+#: The fixtures that start Spark.
+SPARK_FIXTURES = frozenset({"spark", "cluster_spark", "breakable_cluster_spark"})
+# PySpark leaves the sockets of its result streams to the garbage collector.
+SPARK_SOCKET_WARNINGS = (
+    "ignore:unclosed <socket:ResourceWarning",
+    "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            for warning in SPARK_SOCKET_WARNINGS:
+                item.add_marker(pytest.mark.filterwarnings(warning))
+
+
+@pytest.fixture(autouse=True)
+def _collect_spark_sockets(request: pytest.FixtureRequest):
+    """After a test that uses Spark, collects PySpark's sockets while its warning filters
+    apply."""
+    yield
+    if SPARK_FIXTURES & set(request.fixturenames):
+        import gc
+
+        gc.collect()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = yield

@@ -12,20 +12,6 @@ import tfrecordkit as tfr
 
 N = 20_000
 
-# PySpark leaves the sockets of its result streams to the garbage collector.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:unclosed <socket:ResourceWarning",
-    "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
-)
-
-
-@pytest.fixture(autouse=True)
-def _collect_sockets():
-    import gc
-
-    yield
-    gc.collect()
-
 
 @pytest.fixture(scope="module")
 def one_file(tmp_path_factory) -> str:

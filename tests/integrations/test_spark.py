@@ -15,21 +15,6 @@ import tfrecordkit as tfr
 
 N = 3000
 
-# PySpark leaves the sockets of its result streams to the garbage collector.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:unclosed <socket:ResourceWarning",
-    "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
-)
-
-
-@pytest.fixture(autouse=True)
-def _collect_sockets():
-    """Collects PySpark's sockets while this module's warning filters apply."""
-    import gc
-
-    yield
-    gc.collect()
-
 
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:

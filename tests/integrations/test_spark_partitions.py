@@ -28,21 +28,6 @@ DIRS = {
     "a/b:c=d": "lang=a%2Fb%3Ac%3Dd",
 }
 
-# PySpark leaves the sockets of its result streams to the garbage collector.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:unclosed <socket:ResourceWarning",
-    "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
-)
-
-
-@pytest.fixture(autouse=True)
-def _collect_sockets():
-    """Collects PySpark's sockets while this module's warning filters apply."""
-    import gc
-
-    yield
-    gc.collect()
-
 
 def _lang(i: int) -> str | None:
     return LANGS[i % len(LANGS)] or None

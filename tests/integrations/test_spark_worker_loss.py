@@ -23,21 +23,7 @@ TASKS = 6  # three waves of the cluster's two one-core executors
 pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the processes in /proc"),
     pytest.mark.timeout(180),
-    # PySpark leaves the sockets of its result streams to the garbage collector.
-    pytest.mark.filterwarnings(
-        "ignore:unclosed <socket:ResourceWarning",
-        "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
-    ),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _collect_sockets():
-    """Collects PySpark's sockets while this module's warning filters apply."""
-    import gc
-
-    yield
-    gc.collect()
 
 
 def _descendants(pid: int) -> list[int]:

@@ -9,15 +9,8 @@ import numpy as np
 import pytest
 import tfrecordkit as tfr
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:unclosed <socket:ResourceWarning",
-    "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",
-)
-
 
 def test_spark_reads_and_writes_s3(spark, s3) -> None:
-    import gc
-
     bucket = s3.bucket()
     n = 2000
     cols = {"i": np.arange(n), "w": np.arange(n, dtype=np.float32)}
@@ -39,12 +32,9 @@ def test_spark_reads_and_writes_s3(spark, s3) -> None:
         df.write.format("tfrecord").option("storage_options", so).save(out)
     with pytest.raises(FileExistsError):  # options() as well as option() reach the check
         df.write.format("tfrecord").options(storage_options=so).save(out)
-    gc.collect()
 
 
 def test_spark_partitioned_write_and_discovery_on_s3(spark, s3) -> None:
-    import gc
-
     bucket = s3.bucket()
     so = json.dumps(s3.options)
     rows = [(i, ["en", "fr", None][i % 3]) for i in range(300)]
@@ -62,4 +52,3 @@ def test_spark_partitioned_write_and_discovery_on_s3(spark, s3) -> None:
     assert sorted((r.i, r.lang) for r in back.collect()) == sorted(rows)
     with pytest.raises(FileExistsError):
         df.write.format("tfrecord").option("storage_options", so).partitionBy("lang").save(root)
-    gc.collect()
