@@ -129,14 +129,7 @@ impl BatchesAhead {
 
     /// As [`MultiFileReader::origin_in_batch`], for the last batch handed out.
     pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64)> {
-        let mut i = i;
-        for &(file, first, n) in &self.runs {
-            if i < n {
-                return Some((&self.paths[file], first + i));
-            }
-            i -= n;
-        }
-        None
+        crate::multi::origin(&self.paths, &self.runs, i)
     }
 
     /// As [`MultiFileReader::delivered`]: the records handed out, not those read ahead.

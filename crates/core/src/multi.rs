@@ -66,14 +66,7 @@ impl MultiFileReader {
     /// The file and the index within it of record `i` of the last batch read: what locates
     /// an error found later in that batch (when it is parsed, say).
     pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64)> {
-        let mut i = i;
-        for &(file, first, n) in &self.batch_runs {
-            if i < n {
-                return Some((&self.paths[file], first + i));
-            }
-            i -= n;
-        }
-        None
+        origin(&self.paths, &self.batch_runs, i)
     }
 
     /// The runs of records in the last batch read, as `(path, index in the file of the
@@ -217,6 +210,23 @@ impl MultiFileReader {
             Ok(())
         }
     }
+}
+
+/// The path and the index in its file of record `i` of a batch made of `runs` (`(file,
+/// index of the run's first record, records)`).
+pub(crate) fn origin<'a>(
+    paths: &'a [String],
+    runs: &[(usize, u64, u64)],
+    i: u64,
+) -> Option<(&'a str, u64)> {
+    let mut i = i;
+    for &(file, first, n) in runs {
+        if i < n {
+            return Some((&paths[file], first + i));
+        }
+        i -= n;
+    }
+    None
 }
 
 /// Counts the records of one file (length CRCs checked, data CRCs not); `opener` opens

@@ -1,23 +1,9 @@
 //! Batches read ahead on a thread of their own give what the reader gives in place.
 
-use std::io::Write;
+mod common;
 
-use tfrecordkit_core::{
-    frame_record, BatchesAhead, ErrorKind, MultiFileReader, ReadOptions, RecordBatch,
-};
-
-fn write_file(dir: &std::path::Path, name: &str, records: &[Vec<u8>]) -> String {
-    let mut bytes = Vec::new();
-    for r in records {
-        frame_record(r, &mut bytes);
-    }
-    let path = dir.join(name);
-    std::fs::File::create(&path)
-        .unwrap()
-        .write_all(&bytes)
-        .unwrap();
-    path.display().to_string()
-}
+use common::write_framed as write_file;
+use tfrecordkit_core::{BatchesAhead, ErrorKind, MultiFileReader, ReadOptions, RecordBatch};
 
 fn records(n: usize, seed: u8) -> Vec<Vec<u8>> {
     (0..n)

@@ -1,10 +1,9 @@
 //! Spans of records: several readers sharing one file through the offsets of its index.
 
-use std::io::Write;
+mod common;
 
 use tfrecordkit_core::{
-    frame_record, index_records, Compression, ErrorKind, MultiFileReader, ReadOptions, RecordBatch,
-    Span,
+    index_records, Compression, ErrorKind, MultiFileReader, ReadOptions, RecordBatch, Span,
 };
 
 /// Record `i` is `i` repeated `i % 7` times, so records differ in content and length.
@@ -13,16 +12,7 @@ fn record(i: usize) -> Vec<u8> {
 }
 
 fn write_file(dir: &std::path::Path, name: &str, n: usize) -> String {
-    let mut bytes = Vec::new();
-    for i in 0..n {
-        frame_record(&record(i), &mut bytes);
-    }
-    let path = dir.join(name);
-    std::fs::File::create(&path)
-        .unwrap()
-        .write_all(&bytes)
-        .unwrap();
-    path.display().to_string()
+    common::write_framed(dir, name, &(0..n).map(record).collect::<Vec<_>>())
 }
 
 fn read(paths: Vec<String>, spans: Vec<Option<Span>>) -> tfrecordkit_core::Result<Vec<Vec<u8>>> {
