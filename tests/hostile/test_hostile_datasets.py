@@ -499,6 +499,36 @@ def test_a_lying_index_is_data_loss(tmp_path):
             [ds[i] for i in range(len(ds))]
 
 
+def test_a_lying_index_cannot_steer_a_byte_range(tmp_path):
+    """Offsets in the middle of records, past the end, or out of order: each range is a
+    typed error or reads records that really are there, never a crash, a hang or an
+    allocation the file does not hold."""
+    path = tmp_path / "x.tfrecord"
+    with tfr.RecordWriter(path, index=True) as w:
+        w.write_many([bytes([i]) * 40 for i in range(50)])
+    size = path.stat().st_size
+    everything = list(tfr.read_records(path))
+    lies = {
+        "mid-record": "0 56\n5 56\n56 56\n",
+        "past the end": f"0 56\n{size * 8} 56\n",
+        "out of order": f"{size - 56} 56\n0 56\n",
+        "huge": f"0 56\n{2**62} {2**62}\n",
+        "negative": "0 56\n-56 56\n",
+    }
+    for what, lie in lies.items():
+        Path(str(path) + ".idx").write_text(lie)
+        whole = tfr.byte_ranges(str(path), target_bytes=100)
+        assert whole == [str(path)], what  # the sidecar does not end where the file does
+        for start, end in [(1, size), (3, 60), (0, 2**40)]:
+            part = tfr.ByteRange(str(path), start, end)
+            try:
+                got = list(tfr.read_records(part))
+            except (tfr.DataLossError, ValueError) as err:
+                assert str(path) in str(err) or isinstance(err, ValueError), what
+            else:
+                assert all(r in everything for r in got), what
+
+
 def test_a_foreign_file_is_described_by_a_short_escaped_prefix(tmp_path):
     path = tmp_path / "notes.tfrecord"
     path.write_text("\u202e" + "secret " * 100 + "\n", encoding="utf-8")
