@@ -20,6 +20,8 @@ pub struct BatchesAhead {
     runs: Vec<(usize, u64, u64)>,
     shape: (usize, usize),
     ended: bool,
+    /// The process whose thread reads: a forked child has the reader but not the thread.
+    owner: u32,
 }
 
 /// A batch as the reading thread left it, with what locates its records.
@@ -85,6 +87,7 @@ impl BatchesAhead {
             runs: Vec::new(),
             shape: (max_records, max_bytes),
             ended: false,
+            owner: std::process::id(),
         }
     }
 
@@ -96,6 +99,13 @@ impl BatchesAhead {
     /// Replaces `out` with the next batch, as [`MultiFileReader::read_batch`] fills it:
     /// empty at the end, and an error in place of a batch.
     pub fn next_batch(&mut self, out: &mut RecordBatch) -> Result<()> {
+        if std::process::id() != self.owner {
+            // Waiting would be forever: the reading thread stayed in the parent.
+            return Err(Error::invalid(
+                "this reader was started before the process forked, and its reading thread \
+                 stayed in the parent: open the files again in this process",
+            ));
+        }
         self.runs.clear();
         // The last batch's memory goes back to the reading thread, its pages still mapped.
         let spent = std::mem::take(out);
