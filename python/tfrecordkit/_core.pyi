@@ -1,7 +1,7 @@
 """Type stubs for the tfrecordkit._core extension (kept in step with crates/python)."""
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, final
 
 import numpy as np
@@ -17,6 +17,7 @@ __all__ = [
     "OffsetReader",
     "Pipeline",
     "PipelineCache",
+    "Plan",
     "RecordReader",
     "RecordWriter",
     "Repeat",
@@ -41,7 +42,6 @@ __all__ = [
     "frame_record",
     "masked_crc32c",
     "rows",
-    "cardinality",
     "foreign_format",
     "stop_threads",
     "member_records",
@@ -112,14 +112,6 @@ def mix_seed(a: int, b: int) -> int: ...
 def rows(columns: dict[Any, Any], n: int) -> list[dict[Any, Any]]: ...
 def stop_threads() -> None: ...
 def foreign_format(head: bytes) -> str | None: ...
-def cardinality(
-    files: int,
-    file_ops: Sequence[Any],
-    ops: Sequence[Any],
-    counts: Callable[[], Sequence[int | None]] | None = None,
-    read: bool = True,
-    skips: bool = False,
-) -> int: ...
 
 @final
 class Table:
@@ -262,10 +254,28 @@ class Repeat:
     def count(self) -> int | None: ...
 
 @final
+class Plan:
+    def __new__(cls, files_level: bool, ops: list[Any]) -> Plan: ...
+    @property
+    def files_only(self) -> bool: ...
+    @property
+    def deterministic(self) -> bool: ...
+    @property
+    def schema(self) -> Any: ...
+    @property
+    def sequence(self) -> Any: ...
+    @property
+    def batch(self) -> Any: ...
+    @property
+    def images(self) -> list[Any]: ...
+    @property
+    def element_ops(self) -> list[Any]: ...
+    def start(self, source: Any, epoch: int) -> Pipeline: ...
+    def file_order(self, source: Any, epoch: int) -> FileOrder: ...
+    def cardinality(self, source: Any) -> int: ...
+
+@final
 class FileOrder:
-    def __new__(
-        cls, n: int, file_ops: list[Shuffle | Shard | Skip | Take | Repeat], epoch: int = 0
-    ) -> FileOrder: ...
     def __iter__(self) -> FileOrder: ...
     def __next__(self) -> int: ...
 
@@ -310,6 +320,5 @@ def serialize_tensor(
 
 @final
 class Pipeline:
-    def __new__(cls, plan: Any) -> Pipeline: ...
     def close(self) -> None: ...
     def next(self) -> tuple[np.ndarray, list[Any]] | None: ...

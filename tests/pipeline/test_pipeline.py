@@ -298,6 +298,15 @@ def test_misuse_is_reported_clearly(shards, helpers):
         files.interleave().interleave()
     with pytest.raises(TypeError, match="parsed already"):
         files.interleave().parse(helpers.SCHEMA).parse(helpers.SCHEMA)
+    # Each mistake is raised where the stage is added, not when the pipeline runs.
+    with pytest.raises(TypeError, match="keeps records, not file names"):
+        files.cache()
+    with pytest.raises(TypeError, match="needs unbatched, unparsed records"):
+        files.interleave().batch(4).parse(helpers.SCHEMA)
+    with pytest.raises(TypeError, match="decoded already"):
+        files.interleave().parse({"image": tfr.FixedLen([], "bytes")}).decode_image(
+            "image", size=4
+        ).decode_image("image", size=4)
     with pytest.raises(ValueError, match="batch_size"):
         files.interleave().batch(0)
     with pytest.raises(ValueError, match="buffer_size"):
@@ -539,6 +548,9 @@ def test_stages_are_typed_objects():
         _core.Shard(3, 1),
     )
     assert pickle.loads(pickle.dumps(ops)) == ops
+    # A dataset pickles with its stages; its compiled plan is made again where it lands.
+    again = pickle.loads(pickle.dumps(ds))
+    assert again._ops == ops and again.cardinality() == ds.cardinality() == 0
     assert repr(ds) == "<Dataset of 0 files.shuffle.skip.take.repeat.shard>"
     with pytest.raises(ValueError, match="index must be in"):
         _core.Shard(2, 2)

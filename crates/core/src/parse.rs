@@ -380,6 +380,11 @@ impl Schema {
         &self.specs
     }
 
+    /// How features are made from the columns; empty when each column is a feature.
+    pub fn assembly(&self) -> &[Assembly] {
+        &self.assembly
+    }
+
     #[inline(always)]
     fn key(&self, i: usize) -> &[u8] {
         &self.keys[self.plan[i].key.clone()]

@@ -11,7 +11,7 @@ use tfrecordkit_core::pipeline::elements::{
 };
 
 use crate::pipeline::Stage;
-use crate::threads::gil;
+use crate::threads::{cpus, gil};
 
 /// An element, with the key of the record(s) it came from (`None` where not kept).
 struct Tagged {
@@ -60,10 +60,6 @@ enum Op<'py> {
 /// `map(num_parallel_calls=AUTOTUNE)`.
 const AUTOTUNE: i64 = -1;
 
-fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 impl Op<'_> {
     fn compile(
         &self,
@@ -71,7 +67,7 @@ impl Op<'_> {
         tagged: bool,
     ) -> PyResult<ElementOp<Tagged, PyErr>> {
         Ok(match self {
-            Op::Native(stage) => stage.element_op()?,
+            Op::Native(stage) => stage.element_op(),
             Op::Map {
                 f,
                 num_parallel_calls,

@@ -12,6 +12,7 @@ mod image;
 mod opener;
 mod parse;
 mod pipeline;
+mod plan;
 mod records;
 mod stats;
 mod table;
@@ -121,7 +122,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pipeline::mix_seed, m)?)?;
     m.add_function(wrap_pyfunction!(elements::rows, m)?)?;
     m.add_function(wrap_pyfunction!(threads::stop_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(pipeline::cardinality, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::foreign_format, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::parse_tensors, m)?)?;
@@ -135,6 +135,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stats::StatsPass>()?;
     m.add_class::<records::RecordWriter>()?;
     m.add_class::<pipeline::Pipeline>()?;
+    m.add_class::<plan::CompiledPlan>()?;
     m.add_class::<elements::ElementPipeline>()?;
     m.add_class::<pipeline::PipelineCache>()?;
     m.add_class::<pipeline::FileOrder>()?;

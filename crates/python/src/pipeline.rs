@@ -6,18 +6,13 @@ use numpy::IntoPyArray;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use tfrecordkit_core::pipeline::cardinality::{count_after, picked_records, Cardinality, Counted};
+use tfrecordkit_core::pipeline::compile::Order;
 use tfrecordkit_core::pipeline::elements::ElementOp;
-use tfrecordkit_core::pipeline::{
-    parsed_columns, Cache, Decoded, FileOp, ImageStage, OnError, Payload, Plan, RecordOp,
-};
-use tfrecordkit_core::{Compression, ReadOptions};
+use tfrecordkit_core::pipeline::{parsed_columns, Cache, Decoded, Payload, Plan};
 
 use crate::errors::IntoPyResult;
-use crate::image::{pixels_to_py, ImageSpec};
-use crate::parse::{
-    assembled_to_py, dtype_of, feature_list_to_py, parsed_column_to_py, CompiledSchema,
-};
+use crate::image::pixels_to_py;
+use crate::parse::{assembled_to_py, feature_list_to_py, parsed_column_to_py};
 use tfrecordkit_core::Assembled;
 
 /// Records kept after a pipeline's first complete pass (in memory, or in a file).
@@ -38,6 +33,12 @@ impl PipelineCache {
         PipelineCache {
             inner: Arc::new(inner),
         }
+    }
+}
+
+impl PipelineCache {
+    pub(crate) fn shared(&self) -> Arc<Cache> {
+        Arc::clone(&self.inner)
     }
 }
 
@@ -191,34 +192,29 @@ pub(crate) enum Stage<'py> {
     Skip(PyRef<'py, Skip>),
     Take(PyRef<'py, Take>),
     Repeat(PyRef<'py, Repeat>),
-    Cache(PyRef<'py, PipelineCache>),
 }
 
 impl Stage<'_> {
-    fn file_op(&self) -> PyResult<FileOp> {
-        Ok(match self {
-            Stage::Shuffle(s) => FileOp::Shuffle {
+    /// The stage as the core orders elements.
+    pub(crate) fn order(&self) -> Order {
+        match self {
+            Stage::Shuffle(s) => Order::Shuffle {
                 buffer: s.buffer_size,
                 seed: s.seed,
             },
-            Stage::Shard(s) => FileOp::Shard {
-                num_shards: s.num_shards as usize,
-                index: s.index as usize,
+            Stage::Shard(s) => Order::Shard {
+                num_shards: s.num_shards,
+                index: s.index,
             },
-            Stage::Skip(s) => FileOp::Skip(s.count),
-            Stage::Take(s) => FileOp::Take(s.count),
-            Stage::Repeat(s) => FileOp::Repeat(s.count),
-            Stage::Cache(_) => {
-                return Err(PyValueError::new_err(
-                    "cache() keeps records, not file names",
-                ))
-            }
-        })
+            Stage::Skip(s) => Order::Skip(s.count),
+            Stage::Take(s) => Order::Take(s.count),
+            Stage::Repeat(s) => Order::Repeat(s.count),
+        }
     }
 
     /// The stage over elements after a user function.
-    pub(crate) fn element_op<T, E>(&self) -> PyResult<ElementOp<T, E>> {
-        Ok(match self {
+    pub(crate) fn element_op<T, E>(&self) -> ElementOp<T, E> {
+        match self {
             Stage::Shuffle(s) => ElementOp::Shuffle {
                 buffer: s.buffer_size,
                 seed: s.seed,
@@ -230,135 +226,7 @@ impl Stage<'_> {
             Stage::Skip(s) => ElementOp::Skip(s.count),
             Stage::Take(s) => ElementOp::Take(s.count),
             Stage::Repeat(s) => ElementOp::Repeat(s.count),
-            Stage::Cache(_) => {
-                return Err(PyValueError::new_err(
-                    "cache() after a map keeps elements, not records",
-                ))
-            }
-        })
-    }
-
-    fn counted(&self) -> Counted {
-        match self {
-            Stage::Shuffle(_) | Stage::Cache(_) => Counted::Same,
-            Stage::Shard(s) => Counted::Shard {
-                num_shards: s.num_shards,
-                index: s.index,
-            },
-            Stage::Skip(s) => Counted::Skip(s.count),
-            Stage::Take(s) => Counted::Take(s.count),
-            Stage::Repeat(s) => Counted::Repeat(s.count),
         }
-    }
-
-    fn record_op(&self) -> RecordOp {
-        match self {
-            Stage::Shuffle(s) => RecordOp::Shuffle {
-                buffer: s.buffer_size,
-                seed: s.seed,
-            },
-            Stage::Shard(s) => RecordOp::Shard {
-                num_shards: s.num_shards,
-                index: s.index,
-            },
-            Stage::Skip(s) => RecordOp::Skip(s.count),
-            Stage::Take(s) => RecordOp::Take(s.count),
-            Stage::Repeat(s) => RecordOp::Repeat(s.count),
-            Stage::Cache(c) => RecordOp::Cache(Arc::clone(&c.inner)),
-        }
-    }
-}
-
-/// `interleave(cycle_length, block_length, deterministic, num_parallel_calls)`, read from
-/// its attributes.
-#[derive(FromPyObject)]
-struct InterleaveSpec {
-    cycle_length: usize,
-    block_length: usize,
-    deterministic: bool,
-    parallel_reads: usize,
-}
-
-/// The plan `tfrecordkit._plan.NativePlan` describes, read from its attributes.
-#[derive(FromPyObject)]
-struct PlanSpec<'py> {
-    files: Vec<String>,
-    compression: Option<String>,
-    verify: bool,
-    resync: bool,
-    max_record_bytes: Option<u64>,
-    continue_on_error: bool,
-    file_ops: Vec<Stage<'py>>,
-    interleave: InterleaveSpec,
-    record_ops: Vec<Stage<'py>>,
-    unit: usize,
-    drop_remainder: bool,
-    refill: bool,
-    schema: Option<PyRef<'py, CompiledSchema>>,
-    feature_lists: Option<Vec<(String, String)>>,
-    images: Vec<(usize, PyRef<'py, ImageSpec>, u64)>,
-    parse_workers: usize,
-    prefetch: usize,
-    epoch: u64,
-    opener: Option<Py<PyAny>>,
-}
-
-impl PlanSpec<'_> {
-    fn plan(self, py: Python<'_>) -> PyResult<(Plan, Option<Py<PyAny>>)> {
-        let mut read = ReadOptions {
-            compression: Compression::parse(self.compression.as_deref()).py_err(py)?,
-            verify: self.verify,
-            resync: self.resync,
-            ..ReadOptions::default()
-        };
-        if let Some(m) = self.max_record_bytes {
-            read.max_record_bytes = m;
-        }
-        let plan = Plan {
-            files: self.files,
-            read,
-            file_ops: self
-                .file_ops
-                .iter()
-                .map(Stage::file_op)
-                .collect::<PyResult<_>>()?,
-            cycle_length: self.interleave.cycle_length,
-            block_length: self.interleave.block_length,
-            parallel_reads: self.interleave.parallel_reads,
-            deterministic: self.interleave.deterministic,
-            record_ops: self.record_ops.iter().map(Stage::record_op).collect(),
-            batch_size: self.unit,
-            drop_remainder: self.drop_remainder,
-            refill: self.refill,
-            schema: self.schema.map(|s| Arc::new(s.schema.clone())),
-            feature_lists: match self.feature_lists {
-                Some(wanted) => Some(Arc::new(
-                    wanted
-                        .into_iter()
-                        .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
-                        .collect::<PyResult<Vec<_>>>()?,
-                )),
-                None => None,
-            },
-            parse_workers: self.parse_workers,
-            prefetch: self.prefetch,
-            on_error: if self.continue_on_error {
-                OnError::Continue
-            } else {
-                OnError::Stop
-            },
-            epoch: self.epoch,
-            images: self
-                .images
-                .iter()
-                .map(|(feature, spec, seed)| ImageStage {
-                    feature: *feature,
-                    spec: spec.spec.clone(),
-                    seed: *seed,
-                })
-                .collect(),
-        };
-        Ok((plan, self.opener))
     }
 }
 
@@ -370,18 +238,6 @@ pub struct Pipeline {
 
 #[pymethods]
 impl Pipeline {
-    /// Starts the threads of `plan`, a `tfrecordkit._plan.NativePlan`.
-    #[new]
-    fn new(py: Python<'_>, plan: PlanSpec<'_>) -> PyResult<Self> {
-        crate::errors::guard("Pipeline.new", || {
-            let (plan, opener) = plan.plan(py)?;
-            let inner =
-                tfrecordkit_core::pipeline::Pipeline::start(plan, crate::opener::shared(opener))
-                    .py_err(py)?;
-            Ok(Pipeline { inner })
-        })
-    }
-
     /// Stops the pipeline's threads and waits for them.
     fn close(&mut self, py: Python<'_>) {
         let inner = &mut self.inner;
@@ -433,6 +289,14 @@ impl Pipeline {
 }
 
 impl Pipeline {
+    /// Starts the threads of `plan`; `opener` opens the paths that are not local files.
+    pub(crate) fn start(py: Python<'_>, plan: Plan, opener: Option<Py<PyAny>>) -> PyResult<Self> {
+        let inner =
+            tfrecordkit_core::pipeline::Pipeline::start(plan, crate::opener::shared(opener))
+                .py_err(py)?;
+        Ok(Pipeline { inner })
+    }
+
     /// A unit's parsed features as `parse_examples` returns them.
     fn columns_to_py<'py>(
         &self,
@@ -468,23 +332,16 @@ impl Iterator for SyncIter {
     }
 }
 
+impl FileOrder {
+    pub(crate) fn new(order: Box<dyn Iterator<Item = usize> + Send>) -> Self {
+        FileOrder {
+            inner: Box::new(SyncIter(std::sync::Mutex::new(order))),
+        }
+    }
+}
+
 #[pymethods]
 impl FileOrder {
-    #[new]
-    #[pyo3(signature = (n, file_ops, epoch=0))]
-    fn new(n: usize, file_ops: Vec<Stage<'_>>, epoch: u64) -> PyResult<Self> {
-        crate::errors::guard("FileOrder.new", || {
-            let ops: Vec<FileOp> = file_ops
-                .iter()
-                .map(Stage::file_op)
-                .collect::<PyResult<_>>()?;
-            let order = tfrecordkit_core::pipeline::file_order_of(&ops, n, epoch);
-            Ok(FileOrder {
-                inner: Box::new(SyncIter(std::sync::Mutex::new(order))),
-            })
-        })
-    }
-
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
@@ -492,94 +349,6 @@ impl FileOrder {
     fn __next__(&mut self) -> Option<usize> {
         self.inner.next()
     }
-}
-
-/// A stage after the files are read, as it changes the number of elements: told apart by
-/// its class or attributes (the `tfrecordkit.pipeline.plan` dataclasses).
-#[derive(FromPyObject)]
-pub enum CountedStage<'py> {
-    Native(Stage<'py>),
-    Filter {
-        #[pyo3(attribute)]
-        #[allow(dead_code)]
-        predicate: Bound<'py, PyAny>,
-    },
-    Batch {
-        #[pyo3(attribute)]
-        size: u64,
-        #[pyo3(attribute)]
-        drop_remainder: bool,
-    },
-    Other(#[allow(dead_code)] Bound<'py, PyAny>),
-}
-
-/// How many elements one pass yields (tf.data's `cardinality()`: -1 without end, -2 not
-/// known without reading the data), from the plan alone: `files` files picked by
-/// `file_ops`, then, when `read`, their records through `ops`. `counts()` gives each
-/// file's record count (`None` where not known); called only when the answer needs it.
-/// With `skips`, records may be skipped (an error policy), so a count of them is unknown.
-#[pyfunction]
-#[pyo3(signature = (files, file_ops, ops, counts=None, read=true, skips=false))]
-pub fn cardinality(
-    py: Python<'_>,
-    files: usize,
-    file_ops: Vec<Stage<'_>>,
-    ops: Vec<CountedStage<'_>>,
-    counts: Option<Py<PyAny>>,
-    read: bool,
-    skips: bool,
-) -> PyResult<i64> {
-    crate::errors::guard("cardinality", || {
-        let file_ops: Vec<FileOp> = file_ops
-            .iter()
-            .map(Stage::file_op)
-            .collect::<PyResult<_>>()?;
-        let counted: Vec<Counted> = ops
-            .iter()
-            .map(|op| match op {
-                CountedStage::Native(stage) => stage.counted(),
-                CountedStage::Filter { .. } => Counted::Filter,
-                CountedStage::Batch {
-                    size,
-                    drop_remainder,
-                } => Counted::Batch {
-                    size: *size,
-                    drop_remainder: *drop_remainder,
-                },
-                CountedStage::Other(_) => Counted::Same,
-            })
-            .collect();
-        let n = if read {
-            let mut failed = None;
-            let n = picked_records(&file_ops, files, || {
-                let Some(counts) = &counts else {
-                    return vec![None];
-                };
-                match counts.bind(py).call0().and_then(|c| c.extract()) {
-                    Ok(counts) => counts,
-                    Err(err) => {
-                        failed = Some(err);
-                        vec![None]
-                    }
-                }
-            });
-            if let Some(err) = failed {
-                return Err(err);
-            }
-            match n {
-                Cardinality::Known(_) if skips => Cardinality::Unknown,
-                n => n,
-            }
-        } else {
-            let counted: Vec<Counted> = file_ops.iter().map(Counted::from).collect();
-            count_after(Cardinality::Known(files as u64), &counted)
-        };
-        Ok(match count_after(n, if read { &counted } else { &[] }) {
-            Cardinality::Known(k) => i64::try_from(k).unwrap_or(i64::MAX),
-            Cardinality::Infinite => -1,
-            Cardinality::Unknown => -2,
-        })
-    })
 }
 
 /// What the first bytes of a file look like when they are another format's ("a PNG

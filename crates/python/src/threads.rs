@@ -68,3 +68,8 @@ pub fn stop_threads(py: Python<'_>) {
         }
     });
 }
+
+/// The cores this process may run on.
+pub(crate) fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

@@ -40,7 +40,6 @@ from .plan import (
     Map,
     Parse,
     ParseSequence,
-    Plan,
     Prefetch,
     Source,
     op_name,
@@ -76,7 +75,7 @@ class Dataset:
         self._source = source
         self._ops = ops
         self._iterations = 0
-        self._compiled: Plan | None = None
+        self._compiled: _core.Plan | None = None
 
     # -- constructors ------------------------------------------------------------------
 
@@ -135,6 +134,10 @@ class Dataset:
             check_count("buffer_size", buffer_size, 0)
         o = ReadOptions.given(options, locals())
         return cls(_source(paths, False, o))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The compiled plan is native and made again where the dataset is unpickled.
+        return {**self.__dict__, "_compiled": None}
 
     def _then(self, op: Any) -> Dataset:
         ds = Dataset(self._source, (*self._ops, op))
@@ -409,7 +412,7 @@ class Dataset:
         >>> tfr.load("out", "train").batch(32).cardinality()  # doctest: +SKIP
         313
         """
-        return _plan.cardinality(self._source, self._ops)
+        return self._compile().cardinality(self._source)
 
     def __len__(self) -> int:
         """:meth:`cardinality`; a ``TypeError`` when it is infinite or unknown, as tf.data."""
@@ -555,9 +558,9 @@ class Dataset:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _compile(self) -> Plan:
+    def _compile(self) -> _core.Plan:
         if self._compiled is None:
-            self._compiled = _plan.compile_plan(self._source.files_level, self._ops)
+            self._compiled = _core.Plan(self._source.files_level, list(self._ops))
         return self._compiled
 
     def _fingerprint(self) -> str:
@@ -582,8 +585,7 @@ class Dataset:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def _check_deterministic(self) -> None:
-        plan = self._compile()
-        if not plan.interleave.deterministic:
+        if not self._compile().deterministic:
             raise ValueError("a resumable pipeline needs interleave(deterministic=True)")
         for op in self._ops:
             if isinstance(op, _core.Shuffle) and op.seed is None:

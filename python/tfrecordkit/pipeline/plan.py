@@ -1,18 +1,19 @@
-"""A :class:`~tfrecordkit.Dataset`'s plan: its typed stages, compiled once into the plan
-the native engine runs over records, followed by the stages over the elements a user
-``map`` or ``filter`` makes, which the engine's ``ElementPipeline`` runs (calling on
-:mod:`.python_stages` for what is Python's).
+"""A :class:`~tfrecordkit.Dataset`'s plan: its typed stages (the builders), compiled once
+into the core's plan (``_core.Plan``). The core sorts them into what its engine runs over
+records (reading, ordering, caching, parsing, batching, image decoding) and the stages
+over the elements a user ``map`` or ``filter`` makes, which its ``ElementPipeline`` runs
+(calling on :mod:`.python_stages` for what is Python's); it starts each run and counts
+the elements of one.
 
-The file-level and record-level stages the engine knows are its own typed objects
-(``_core.Shuffle``, ``Shard``, ``Skip``, ``Take``, ``Repeat``); the rest are the frozen
-dataclasses below. The engine reads a :class:`NativePlan` directly.
+The stages that order elements are the core's own typed objects (``_core.Shuffle``,
+``Shard``, ``Skip``, ``Take``, ``Repeat``); the rest are the frozen dataclasses below.
 """
 
 from __future__ import annotations
 
 import atexit
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,15 +23,13 @@ from ..errors import TFRecordError
 from ..image import ImageOptions
 from ..io.paths import URLOpener
 from ..io.policy import policed
-from ..schema.features import FixedLen, FixedLenSequence, RaggedFeature, Schema, SparseFeature
+from ..schema.features import FixedLenSequence, RaggedFeature, Schema, SparseFeature
 from ..schema.sequence import _row, list_columns, list_outputs
 from . import python_stages as _stages
 
 # The engine's threads that run Python functions (a map on threads, a prefetch after a
 # map) leave Python before the interpreter is torn down.
 atexit.register(_core.stop_threads)
-
-NATIVE_OPS = (_core.Shuffle, _core.Shard, _core.Skip, _core.Take, _core.Repeat)
 
 
 @dataclass(frozen=True)
@@ -56,6 +55,11 @@ class ParseSequence:
     context: Schema | None
     sequence: Schema
     batched: bool = False
+
+    def native(self) -> tuple[_core.CompiledSchema, list[tuple[str, str]]]:
+        """What the core parses: the context's schema, and each feature list's dtype."""
+        context = (self.context or Schema({})).compiled()
+        return context, list(list_columns(self.sequence).items())
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,7 @@ class Cache:
     store: _stages.CacheStore = field(compare=False)
 
 
-Op = Any  # one of the dataclasses above or of NATIVE_OPS
+Op = Any  # one of the dataclasses above, or a Shuffle, Shard, Skip, Take or Repeat
 
 
 def op_name(op: Op) -> str:
@@ -121,195 +125,26 @@ class Source:
     image_channels: Mapping[str, int] | None = field(default=None, compare=False)
 
 
-@dataclass
-class Plan:
-    """What the stages of a Dataset compile to."""
-
-    file_ops: list[Op] = field(default_factory=list)
-    interleave: Interleave = Interleave(1, 1, True, 0)
-    record_ops: list[Op] = field(default_factory=list)
-    schema: Schema | None = None
-    # SequenceExamples parsed by the engine (instead of ``schema``).
-    sequence: ParseSequence | None = None
-    batch: Batch | None = None
-    prefetch: int | None = None
-    python_ops: list[Op] = field(default_factory=list)
-    files_only: bool = False
-    # Image features decoded natively after parsing.
-    images: list[DecodeImage] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class NativePlan:
-    """The plan the native engine runs (``_core.Pipeline`` reads its attributes)."""
-
-    files: list[str]
-    compression: str | None
-    verify: bool
-    resync: bool
-    max_record_bytes: int | None
-    continue_on_error: bool
-    file_ops: list[Any]
-    interleave: Interleave
-    record_ops: list[Any]
-    # Records per output unit, and whether the last short one is dropped.
-    unit: int
-    drop_remainder: bool
-    # Units left short by skipped records are filled up from the next ones.
-    refill: bool
-    schema: _core.CompiledSchema | None
-    # With ``schema`` parsing SequenceExamples' context: the feature lists (key, dtype).
-    feature_lists: list[tuple[str, str]] | None
-    # (index of the feature in the schema, decoding, seed).
-    images: list[tuple[int, _core.ImageSpec, int]]
-    parse_workers: int
-    prefetch: int
-    epoch: int
-    opener: Callable[[str], Any] | None
-
-
-def compile_plan(files_level: bool, ops: tuple[Op, ...]) -> Plan:
-    """Sorts ``ops`` into the engine's file and record stages and the Python stages after
-    them; raises ``TypeError`` for a stage that cannot follow what comes before it."""
-    plan = Plan(files_only=files_level)
-    phase = "files" if files_level else "records"
-    for op in ops:
-        name = op_name(op)
-        if phase == "files":
-            if isinstance(op, NATIVE_OPS):
-                plan.file_ops.append(op)
-            elif isinstance(op, Interleave):
-                plan.interleave = op
-                plan.files_only = False
-                phase = "records"
-            elif isinstance(op, Prefetch):
-                pass
-            else:
-                raise TypeError(
-                    f"{name}() needs records, and this dataset holds file names: "
-                    "call .interleave() first to read the files"
-                )
-        elif phase == "records":
-            if isinstance(op, NATIVE_OPS):
-                plan.record_ops.append(op)
-            elif isinstance(op, Cache):
-                plan.record_ops.append(op.store.native)
-            elif isinstance(op, Parse) and not _parsed(plan):
-                plan.schema = op.schema
-            elif isinstance(op, ParseSequence) and not op.batched and not _parsed(plan):
-                plan.sequence = op
-            elif isinstance(op, (Parse, ParseSequence)):
-                raise TypeError("the records are parsed already")
-            elif isinstance(op, Batch):
-                plan.batch = op
-                phase = "batched"
-            elif isinstance(op, DecodeImage) and plan.sequence is not None:
-                plan.python_ops.append(op)
-                phase = "python"
-            elif isinstance(op, DecodeImage) and plan.schema is not None:
-                _add_image(plan, op)
-            elif isinstance(op, DecodeImage):
-                raise TypeError("decode_image() needs parsed Examples: call .parse() first")
-            elif isinstance(op, Prefetch):
-                plan.prefetch = op.size
-            elif isinstance(op, Interleave):
-                raise TypeError("interleave() reads files; this dataset holds records")
-            else:
-                plan.python_ops.append(op)
-                phase = "python"
-        elif phase == "batched" and isinstance(op, Prefetch):
-            plan.prefetch = op.size
-        elif phase == "batched" and isinstance(op, ParseSequence) and op.batched:
-            if _parsed(plan):
-                raise TypeError("the records are parsed already")
-            plan.sequence = op
-        elif phase == "batched" and isinstance(op, DecodeImage) and plan.schema is not None:
-            _add_image(plan, op)
-        else:
-            if isinstance(op, Interleave):
-                raise TypeError("interleave() reads files; this dataset holds records")
-            if isinstance(op, Parse) and (plan.schema is not None or phase == "batched"):
-                raise TypeError("parse() needs unbatched, unparsed records")
-            if isinstance(op, DecodeImage) and not _parsed(plan):
-                raise TypeError("decode_image() needs parsed Examples: call .parse() first")
-            plan.python_ops.append(op)
-            phase = "python"
-    return plan
-
-
-def _parsed(plan: Plan) -> bool:
-    return plan.schema is not None or plan.sequence is not None
-
-
-def _add_image(plan: Plan, op: DecodeImage) -> None:
-    assert plan.schema is not None
-    key = op.key
-    spec = plan.schema.get(key)
-    if spec is None:
-        raise ValueError(f"decode_image({key!r}): the schema has no feature {key!r}")
-    if not isinstance(spec, FixedLen) or spec.dtype != "bytes" or list(spec.shape) != []:
-        raise ValueError(
-            f"decode_image({key!r}) needs a FixedLen([], 'bytes') feature, not {spec!r}"
-        )
-    if any(image.key == key for image in plan.images):
-        raise TypeError(f"feature {key!r} is decoded already")
-    plan.images.append(op)
-
-
 #: ``cardinality`` of an endless pipeline, and of one whose length is not known without
 #: reading it (tf.data's constants).
 INFINITE = -1
 UNKNOWN = -2
 
 
-def cardinality(source: Source, ops: tuple[Op, ...]) -> int:
-    """How many elements one epoch of ``ops`` over ``source`` yields, from the number of
-    files and the record counts ``source.counts`` knows, never from the files' data:
-    ``INFINITE`` or ``UNKNOWN`` where tf.data's ``cardinality()`` says so, and ``UNKNOWN``
-    too where ``on_error`` may skip records. The engine counts (``_core.cardinality``)."""
-    rest, split = list(ops), []
-    file_ops: list[Op] = []
-    if source.consumers is not None:
-        count, index, by_files = source.consumers
-        (file_ops if by_files else split).append(_core.Shard(count, index))
-    files = len(source.files)
-    if source.files_level:
-        at = next((i for i, op in enumerate(rest) if isinstance(op, Interleave)), len(rest))
-        file_ops += [op for op in rest[:at] if isinstance(op, NATIVE_OPS)]
-        if at == len(rest):  # the file names
-            return _core.cardinality(files, file_ops, [], read=False)
-        rest = rest[at + 1 :]
-    skips = source.on_error != "raise"
-    return _core.cardinality(files, file_ops, [*split, *rest], source.counts, skips=skips)
-
-
-def native_ops(source: Source, plan: Plan) -> tuple[list[Op], list[Op]]:
-    """The file and record stages the engine runs, with this consumer's share first."""
-    file_ops, record_ops = list(plan.file_ops), list(plan.record_ops)
-    if source.consumers is not None:
-        count, index, by_files = source.consumers
-        (file_ops if by_files else record_ops).insert(0, _core.Shard(count, index))
-    return file_ops, record_ops
-
-
-def file_names(source: Source, plan: Plan, epoch: int) -> Iterator[str]:
-    """The file names a pipeline that never reads its files yields."""
-    file_ops, _ = native_ops(source, plan)
-    files = source.files
-    return (files[i] for i in _core.FileOrder(len(files), file_ops, epoch))
-
-
-def elements(source: Source, plan: Plan, epoch: int) -> Iterator[Any]:
+def elements(source: Source, plan: _core.Plan, epoch: int) -> Iterator[Any]:
     """One epoch of the pipeline's elements."""
+    epoch &= (1 << 64) - 1
     if plan.files_only:
-        return file_names(source, plan, epoch)
-    if not plan.python_ops:
+        files = source.files
+        return (files[i] for i in plan.file_order(source, epoch))
+    python_ops = plan.element_ops
+    if not python_ops:
         return _native(source, plan, epoch, tagged=False)
     # Only ``decode_image`` needs to know which records an element came from.
-    tagged = any(isinstance(op, DecodeImage) for op in plan.python_ops)
+    tagged = any(isinstance(op, DecodeImage) for op in python_ops)
     return _core.ElementPipeline(
         lambda e: _native(source, plan, e, tagged, chunks=True),
-        [_engine_op(op) for op in plan.python_ops],
+        [_engine_op(op) for op in python_ops],
         epoch,
         tagged,
         _stages.collate,
@@ -329,70 +164,13 @@ def _engine_op(op: Op) -> Any:
     return op
 
 
-def native_plan(source: Source, plan: Plan, epoch: int) -> NativePlan:
-    """The engine's plan for one epoch of ``plan`` over ``source``."""
-    file_ops, record_ops = native_ops(source, plan)
-    interleave = plan.interleave
-    if source.consumers is not None and not source.consumers[2]:
-        # Consumers splitting records must all see them in the same order.
-        interleave = replace(interleave, deterministic=True)
-    schema = plan.schema
-    lists: list[tuple[str, str]] | None = None
-    if plan.sequence is not None:
-        # The engine parses the context with the schema, and the feature lists.
-        schema = plan.sequence.context or Schema({})
-        lists = list(list_columns(plan.sequence.sequence).items())
-    batched = plan.batch is not None
-    sequences = schema is not None and any(isinstance(s, FixedLenSequence) for s in schema.values())
-    unit = plan.batch.size if plan.batch is not None else _stages.UNIT
-    if not batched and (sequences or any(_own_shape(i.options) for i in plan.images)):
-        # Sequence features are padded to their unit's longest, and images that keep their
-        # own shape cannot share an array: one record per unit.
-        unit = 1
-    keys = schema.column_keys() if schema is not None else []
-    images = [(keys.index(i.key), i.options.native(), i.options.seed_value()) for i in plan.images]
-    # The consuming thread parses too; extra workers pay off past two cores. Image
-    # decoding is heavy enough for a worker per core, leaving the consumer free, and
-    # SequenceExamples for two even on two cores: their parse, not the consumer's layout
-    # of their feature lists, is what a pipeline of them waits on (8% faster measured).
-    cpus = _stages.cpus()
-    least = min(cpus, 2) if lists else 0
-    workers = cpus if images else min(max(cpus - 2, least), 4)
-    return NativePlan(
-        files=list(source.files),
-        compression=source.compression,
-        verify=source.verify,
-        resync=source.resync,
-        max_record_bytes=source.max_record_bytes,
-        continue_on_error=source.on_error != "raise",
-        file_ops=file_ops,
-        interleave=interleave,
-        record_ops=record_ops,
-        unit=unit,
-        drop_remainder=bool(plan.batch and plan.batch.drop_remainder),
-        # Sequence batches are padded to their own longest row: they cannot be joined.
-        refill=batched and not sequences and lists is None,
-        schema=schema.compiled() if schema is not None else None,
-        feature_lists=lists,
-        images=images,
-        parse_workers=workers,
-        prefetch=plan.prefetch or 2,
-        epoch=epoch & ((1 << 64) - 1),
-        opener=source.opener,
-    )
-
-
-def _own_shape(options: ImageOptions) -> bool:
-    return options.size is None or options.channels == 0
-
-
 def _native(
-    source: Source, plan: Plan, epoch: int, tagged: bool, chunks: bool = False
+    source: Source, plan: _core.Plan, epoch: int, tagged: bool, chunks: bool = False
 ) -> Iterator[Any]:
     """The engine's output as elements (``(key, element)`` pairs when ``tagged``), or as
     lists of them, one per unit, when ``chunks``. The engine starts now, so that it reads
     ahead before the first element is asked for."""
-    pipe = _core.Pipeline(native_plan(source, plan, epoch))
+    pipe = plan.start(source, epoch & ((1 << 64) - 1))
     units = _units_of(pipe, source, plan, tagged)
     return units if chunks else _flat(units)
 
@@ -406,22 +184,25 @@ def _flat(units: Generator[list[Any], None, None]) -> Iterator[Any]:
         units.close()
 
 
-def _units_of(pipe: _core.Pipeline, source: Source, plan: Plan, tagged: bool) -> Iterator[Any]:
+def _units_of(
+    pipe: _core.Pipeline, source: Source, plan: _core.Plan, tagged: bool
+) -> Iterator[Any]:
     """Each unit of the engine's output as a list of elements."""
     batched = plan.batch is not None
+    schema, sequence = plan.schema, plan.sequence
     try:
         units = policed(pipe.next, source.on_error, catch=TFRecordError, what="bad record")
         for keys, payload in units:
-            if plan.sequence is not None:
-                element: Any = _sequences(plan.sequence, payload, len(keys), batched)
-            elif plan.schema is None:
+            if sequence is not None:
+                element: Any = _sequences(sequence, payload, len(keys), batched)
+            elif schema is None:
                 element = _stages.object_array(payload) if batched else payload
             else:
-                element = plan.schema.outputs(payload)
+                element = schema.outputs(payload)
             if batched:
                 yield [(keys, element) if tagged else element]
                 continue
-            if plan.schema is not None:
+            if schema is not None:
                 element = _core.rows(element, len(keys))
             yield list(zip(keys.tolist(), element, strict=True)) if tagged else element
     finally:
@@ -465,20 +246,21 @@ class ElementSpec:
         return f"ElementSpec(shape={self.shape!r}, dtype={self.dtype!r}{extra})"
 
 
-def element_spec(plan: Plan) -> Any:
+def element_spec(plan: _core.Plan) -> Any:
     """What each element holds: an :class:`ElementSpec` for records, a dict of them for
     parsed Examples; ``None`` once ``map`` or ``filter`` may change the elements."""
-    if plan.python_ops or plan.sequence is not None:
+    if plan.element_ops or plan.sequence is not None:
         return None
     batch = plan.batch
     lead: tuple[int | None, ...] = ()
     if batch is not None:
         lead = (batch.size if batch.drop_remainder else None,)
-    if plan.schema is None:
+    schema = plan.schema
+    if schema is None:
         return ElementSpec(lead, "bytes")
     images = {i.key: i.options for i in plan.images}
     out = {}
-    for key, spec in plan.schema.items():
+    for key, spec in schema.items():
         if key in images:
             o = images[key]
             h, w = o.size or (None, None)

@@ -10,6 +10,7 @@
 
 mod cache;
 pub mod cardinality;
+pub mod compile;
 mod element_threads;
 pub mod elements;
 mod files;

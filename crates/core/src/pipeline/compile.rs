@@ -1,0 +1,945 @@
+//! A pipeline's stages as its builder lists them, compiled once into what runs them: the
+//! engine's file and record stages, its parse, batch and image stages, and the stages over
+//! the elements a user function makes. Each run (an epoch, a consumer's share) is then a
+//! [`Plan`] made from it, and its cardinality is counted from it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::cardinality::{count_after, picked_records, Cardinality, Counted};
+use super::files::{file_order_of, FileIter};
+use super::{Cache, FileOp, ImageStage, OnError, Plan, RecordOp};
+use crate::assemble::Assembly;
+use crate::image::ImageSpec;
+use crate::parse::{DType, Schema, SpecKind};
+use crate::reader::ReadOptions;
+
+/// Records per unit when the plan does not batch: the engine hands records on in units.
+pub const UNIT: usize = 256;
+
+/// A stage that orders, picks or repeats elements: file names before `interleave`,
+/// records after it, user elements after a `map`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Shuffle { buffer: usize, seed: Option<u64> },
+    Shard { num_shards: u64, index: u64 },
+    Skip(u64),
+    Take(u64),
+    Repeat(Option<u64>),
+}
+
+impl Order {
+    pub fn file_op(self) -> FileOp {
+        match self {
+            Order::Shuffle { buffer, seed } => FileOp::Shuffle { buffer, seed },
+            Order::Shard { num_shards, index } => FileOp::Shard {
+                num_shards: usize::try_from(num_shards).unwrap_or(usize::MAX),
+                index: usize::try_from(index).unwrap_or(usize::MAX),
+            },
+            Order::Skip(n) => FileOp::Skip(n),
+            Order::Take(n) => FileOp::Take(n),
+            Order::Repeat(n) => FileOp::Repeat(n),
+        }
+    }
+
+    pub fn record_op(self) -> RecordOp {
+        match self {
+            Order::Shuffle { buffer, seed } => RecordOp::Shuffle { buffer, seed },
+            Order::Shard { num_shards, index } => RecordOp::Shard { num_shards, index },
+            Order::Skip(n) => RecordOp::Skip(n),
+            Order::Take(n) => RecordOp::Take(n),
+            Order::Repeat(n) => RecordOp::Repeat(n),
+        }
+    }
+
+    pub fn counted(self) -> Counted {
+        match self {
+            Order::Shuffle { .. } => Counted::Same,
+            Order::Shard { num_shards, index } => Counted::Shard { num_shards, index },
+            Order::Skip(n) => Counted::Skip(n),
+            Order::Take(n) => Counted::Take(n),
+            Order::Repeat(n) => Counted::Repeat(n),
+        }
+    }
+}
+
+/// `interleave`: how the open files' records are taken in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interleave {
+    pub cycle_length: usize,
+    pub block_length: usize,
+    pub deterministic: bool,
+    /// Files read at once; 0 for every open one.
+    pub parallel_reads: usize,
+}
+
+impl Default for Interleave {
+    fn default() -> Self {
+        Interleave {
+            cycle_length: 1,
+            block_length: 1,
+            deterministic: true,
+            parallel_reads: 0,
+        }
+    }
+}
+
+/// One stage as the builder gives it.
+#[derive(Clone)]
+pub enum Step {
+    Order(Order),
+    Cache(Arc<Cache>),
+    Interleave(Interleave),
+    Parse(Arc<Schema>),
+    /// SequenceExamples: `context` parses their context, `lists` names the feature lists
+    /// read. `batched`: it follows a `batch`, and parses each batch in one call.
+    ParseSequence {
+        context: Arc<Schema>,
+        lists: Arc<Vec<(String, DType)>>,
+        batched: bool,
+    },
+    /// `seed`: `None` draws a fresh one for each run.
+    DecodeImage {
+        key: String,
+        spec: ImageSpec,
+        seed: Option<u64>,
+    },
+    Batch {
+        size: usize,
+        drop_remainder: bool,
+    },
+    Prefetch(usize),
+    /// A user function over elements (`map`, and anything else one element in, one out).
+    Map,
+    Filter,
+}
+
+impl Step {
+    /// The `Dataset` method that made the step.
+    fn name(&self) -> &'static str {
+        match self {
+            Step::Order(Order::Shuffle { .. }) => "shuffle",
+            Step::Order(Order::Shard { .. }) => "shard",
+            Step::Order(Order::Skip(_)) => "skip",
+            Step::Order(Order::Take(_)) => "take",
+            Step::Order(Order::Repeat(_)) => "repeat",
+            Step::Cache(_) => "cache",
+            Step::Interleave(_) => "interleave",
+            Step::Parse(_) | Step::ParseSequence { .. } => "parse",
+            Step::DecodeImage { .. } => "decode_image",
+            Step::Batch { .. } => "batch",
+            Step::Prefetch(_) => "prefetch",
+            Step::Map => "map",
+            Step::Filter => "filter",
+        }
+    }
+
+    fn counted(&self) -> Counted {
+        match self {
+            Step::Order(o) => o.counted(),
+            Step::Filter => Counted::Filter,
+            Step::Batch {
+                size,
+                drop_remainder,
+            } => Counted::Batch {
+                size: *size as u64,
+                drop_remainder: *drop_remainder,
+            },
+            _ => Counted::Same,
+        }
+    }
+}
+
+/// A stage that cannot follow what comes before it (a `TypeError` in Python), or one
+/// whose arguments do not fit the plan (a `ValueError`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanError {
+    Order(String),
+    Value(String),
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanError::Order(m) | PlanError::Value(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// What the engine parses records as.
+#[derive(Clone)]
+pub enum Parsing {
+    /// Records stay records.
+    None,
+    /// Examples, with the schema of step `step`.
+    Examples { step: usize, schema: Arc<Schema> },
+    /// SequenceExamples, as step `step` says.
+    Sequences {
+        step: usize,
+        context: Arc<Schema>,
+        lists: Arc<Vec<(String, DType)>>,
+    },
+}
+
+/// Which consumer of several a run is: `index` of `count`, splitting the files among
+/// them (`by_files`) or every `count`-th record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Consumers {
+    pub count: u64,
+    pub index: u64,
+    pub by_files: bool,
+}
+
+impl Consumers {
+    fn shard(self) -> Order {
+        Order::Shard {
+            num_shards: self.count,
+            index: self.index,
+        }
+    }
+}
+
+/// What one run of a compiled plan reads, and how.
+#[derive(Clone)]
+pub struct Run {
+    pub files: Vec<String>,
+    pub read: ReadOptions,
+    pub on_error: OnError,
+    pub consumers: Option<Consumers>,
+    pub epoch: u64,
+    /// The cores the run may use.
+    pub cpus: usize,
+}
+
+/// A pipeline's stages, compiled.
+#[derive(Clone)]
+pub struct Compiled {
+    /// The pipeline yields file names: it never reads its files.
+    pub files_only: bool,
+    pub file_ops: Vec<FileOp>,
+    pub interleave: Interleave,
+    pub record_ops: Vec<RecordOp>,
+    pub parsing: Parsing,
+    /// The `batch` step the engine runs, and its size and remainder rule.
+    pub batch: Option<(usize, usize, bool)>,
+    pub prefetch: Option<usize>,
+    /// The `decode_image` steps the engine runs after parsing, with their stage and
+    /// seed (`None`: a fresh one each run).
+    pub images: Vec<(usize, ImageStage, Option<u64>)>,
+    /// The steps over the elements a user function made, in order (indices into the
+    /// steps): what the engine runs calling back into the caller's language.
+    pub elements: Vec<usize>,
+    /// Every step after the files are read, as it changes the number of elements.
+    counted: Vec<Counted>,
+}
+
+#[derive(PartialEq)]
+enum Phase {
+    Files,
+    Records,
+    Batched,
+    Elements,
+}
+
+/// Compiles `steps`; `files_level`: the pipeline starts from file names (`list_files`)
+/// and reads them at an `interleave`, rather than from the files' records.
+pub fn compile(files_level: bool, steps: &[Step]) -> Result<Compiled, PlanError> {
+    let mut c = Compiled {
+        files_only: files_level,
+        file_ops: Vec::new(),
+        interleave: Interleave::default(),
+        record_ops: Vec::new(),
+        parsing: Parsing::None,
+        batch: None,
+        prefetch: None,
+        images: Vec::new(),
+        elements: Vec::new(),
+        counted: Vec::new(),
+    };
+    let order = |m: &str| Err(PlanError::Order(m.to_owned()));
+    let mut phase = if files_level {
+        Phase::Files
+    } else {
+        Phase::Records
+    };
+    for (i, step) in steps.iter().enumerate() {
+        if phase != Phase::Files {
+            c.counted.push(step.counted());
+        }
+        match (&phase, step) {
+            (Phase::Files, Step::Order(o)) => c.file_ops.push(o.file_op()),
+            (Phase::Files, Step::Interleave(il)) => {
+                c.interleave = *il;
+                c.files_only = false;
+                phase = Phase::Records;
+            }
+            (Phase::Files, Step::Prefetch(_)) => {}
+            (Phase::Files, Step::Cache(_)) => {
+                return order("cache() keeps records, not file names")
+            }
+            (Phase::Files, s) => {
+                return Err(PlanError::Order(format!(
+                    "{}() needs records, and this dataset holds file names: call \
+                     .interleave() first to read the files",
+                    s.name()
+                )))
+            }
+            (_, Step::Interleave(_)) => {
+                return order("interleave() reads files; this dataset holds records")
+            }
+            (Phase::Records, Step::Order(o)) => c.record_ops.push(o.record_op()),
+            (Phase::Records, Step::Cache(cache)) => {
+                c.record_ops.push(RecordOp::Cache(Arc::clone(cache)))
+            }
+            (Phase::Records, Step::Parse(schema)) if c.parsing.is_none() => {
+                c.parsing = Parsing::Examples {
+                    step: i,
+                    schema: Arc::clone(schema),
+                }
+            }
+            (
+                Phase::Records,
+                Step::ParseSequence {
+                    context,
+                    lists,
+                    batched: false,
+                },
+            ) if c.parsing.is_none() => {
+                c.parsing = Parsing::Sequences {
+                    step: i,
+                    context: Arc::clone(context),
+                    lists: Arc::clone(lists),
+                }
+            }
+            (Phase::Records, Step::Parse(_) | Step::ParseSequence { .. })
+                if !c.parsing.is_none() =>
+            {
+                return order("the records are parsed already")
+            }
+            (
+                Phase::Records,
+                Step::Batch {
+                    size,
+                    drop_remainder,
+                },
+            ) => {
+                c.batch = Some((i, *size, *drop_remainder));
+                phase = Phase::Batched;
+            }
+            (Phase::Records | Phase::Batched, Step::DecodeImage { key, spec, seed })
+                if matches!(c.parsing, Parsing::Examples { .. }) =>
+            {
+                c.images.push((i, image_stage(&c, key, spec)?, *seed));
+            }
+            (Phase::Records, Step::DecodeImage { .. }) if c.parsing.is_none() => {
+                return order("decode_image() needs parsed Examples: call .parse() first")
+            }
+            (Phase::Records | Phase::Batched, Step::Prefetch(n)) => c.prefetch = Some(*n),
+            (
+                Phase::Batched,
+                Step::ParseSequence {
+                    context,
+                    lists,
+                    batched: true,
+                },
+            ) => {
+                if !c.parsing.is_none() {
+                    return order("the records are parsed already");
+                }
+                c.parsing = Parsing::Sequences {
+                    step: i,
+                    context: Arc::clone(context),
+                    lists: Arc::clone(lists),
+                };
+            }
+            (Phase::Batched | Phase::Elements, Step::Parse(_))
+                if phase == Phase::Batched || !c.parsing.is_none() =>
+            {
+                return order("parse() needs unbatched, unparsed records")
+            }
+            (Phase::Batched | Phase::Elements, Step::DecodeImage { .. }) if c.parsing.is_none() => {
+                return order("decode_image() needs parsed Examples: call .parse() first")
+            }
+            _ => {
+                c.elements.push(i);
+                phase = Phase::Elements;
+            }
+        }
+    }
+    Ok(c)
+}
+
+impl Parsing {
+    fn is_none(&self) -> bool {
+        matches!(self, Parsing::None)
+    }
+}
+
+/// `decode_image(key)` after a parse with a schema: the parsed column it decodes, which
+/// must be a `FixedLen([], "bytes")` feature decoded once.
+fn image_stage(c: &Compiled, key: &str, spec: &ImageSpec) -> Result<ImageStage, PlanError> {
+    let Parsing::Examples { schema, .. } = &c.parsing else {
+        unreachable!("images are decoded natively only after a parse of Examples");
+    };
+    let columns = schema.specs();
+    let column = columns.iter().position(|s| s.key == key);
+    let feature = match schema.assembly() {
+        [] => column,
+        assembly => assembly.iter().find_map(|a| match a {
+            Assembly::Column(i) if columns[*i].key == key => Some(*i),
+            _ => None,
+        }),
+    };
+    let composite = schema.assembly().iter().any(|a| match a {
+        Assembly::Sparse { key: k, .. } | Assembly::Ragged { key: k, .. } => k == key,
+        Assembly::Column(_) => false,
+    });
+    let Some(feature) = feature else {
+        return Err(PlanError::Value(if composite {
+            format!(
+                "decode_image({key:?}) needs a FixedLen([], 'bytes') feature, not a composite one"
+            )
+        } else {
+            format!("decode_image({key:?}): the schema has no feature {key:?}")
+        }));
+    };
+    let s = &columns[feature];
+    let scalar = matches!(&s.kind, SpecKind::FixedLen { shape } if shape.is_empty());
+    if !scalar || s.dtype != DType::Bytes {
+        return Err(PlanError::Value(format!(
+            "decode_image({key:?}) needs a FixedLen([], 'bytes') feature, not {}",
+            describe(&s.kind, s.dtype)
+        )));
+    }
+    if c.images.iter().any(|(_, im, _)| im.feature == feature) {
+        return Err(PlanError::Order(format!(
+            "feature {key:?} is decoded already"
+        )));
+    }
+    Ok(ImageStage {
+        feature,
+        spec: spec.clone(),
+        seed: 0,
+    })
+}
+
+fn describe(kind: &SpecKind, dtype: DType) -> String {
+    let dtype = dtype.name();
+    match kind {
+        SpecKind::FixedLen { shape } => format!("FixedLen({shape:?}, {dtype:?})"),
+        SpecKind::VarLen => format!("VarLen({dtype:?})"),
+        SpecKind::FixedLenSequence { shape, .. } => {
+            format!("FixedLenSequence({shape:?}, {dtype:?})")
+        }
+    }
+}
+
+impl Compiled {
+    /// Whether the engine parses (Examples or SequenceExamples).
+    pub fn parses(&self) -> bool {
+        !self.parsing.is_none()
+    }
+
+    /// The file and record stages of one consumer's run: its share first.
+    fn ops(&self, consumers: Option<Consumers>) -> (Vec<FileOp>, Vec<RecordOp>) {
+        let (mut files, mut records) = (self.file_ops.clone(), self.record_ops.clone());
+        match consumers {
+            Some(c) if c.by_files => files.insert(0, c.shard().file_op()),
+            Some(c) => records.insert(0, c.shard().record_op()),
+            None => {}
+        }
+        (files, records)
+    }
+
+    /// The order in which a run that never reads its files yields their names: indexes
+    /// into its `n` files.
+    pub fn file_order(&self, n: usize, consumers: Option<Consumers>, epoch: u64) -> FileIter {
+        file_order_of(&self.ops(consumers).0, n, epoch)
+    }
+
+    /// The engine's plan for `run`.
+    pub fn plan(&self, run: Run) -> Plan {
+        let (file_ops, record_ops) = self.ops(run.consumers);
+        let mut interleave = self.interleave;
+        if matches!(run.consumers, Some(c) if !c.by_files) {
+            // Consumers splitting records must all see them in the same order.
+            interleave.deterministic = true;
+        }
+        let (schema, lists) = match &self.parsing {
+            Parsing::None => (None, None),
+            Parsing::Examples { schema, .. } => (Some(Arc::clone(schema)), None),
+            Parsing::Sequences { context, lists, .. } => {
+                (Some(Arc::clone(context)), Some(Arc::clone(lists)))
+            }
+        };
+        let sequences = schema.as_ref().is_some_and(|s| {
+            s.specs()
+                .iter()
+                .any(|f| matches!(f.kind, SpecKind::FixedLenSequence { .. }))
+        });
+        let batched = self.batch.is_some();
+        let own_shape = self
+            .images
+            .iter()
+            .any(|(_, im, _)| im.spec.size.is_none() || im.spec.channels == 0);
+        let unit = match self.batch {
+            Some((_, size, _)) => size,
+            // Sequence features are padded to their unit's longest, and images that keep
+            // their own shape cannot share an array: one record per unit.
+            None if sequences || own_shape => 1,
+            None => UNIT,
+        };
+        // The consuming thread parses too; extra workers pay off past two cores. Image
+        // decoding is heavy enough for a worker per core, leaving the consumer free, and
+        // SequenceExamples get two even on two cores: their parse, not the consumer's
+        // layout of their feature lists, is what a pipeline of them waits on.
+        let cpus = run.cpus.max(1);
+        let least = if lists.is_some() { cpus.min(2) } else { 0 };
+        let parse_workers = if self.images.is_empty() {
+            cpus.saturating_sub(2).max(least).min(4)
+        } else {
+            cpus
+        };
+        Plan {
+            files: run.files,
+            read: run.read,
+            file_ops,
+            cycle_length: interleave.cycle_length,
+            block_length: interleave.block_length,
+            parallel_reads: interleave.parallel_reads,
+            deterministic: interleave.deterministic,
+            record_ops,
+            batch_size: unit,
+            drop_remainder: self.batch.is_some_and(|(_, _, drop)| drop),
+            // Sequence batches are padded to their own longest row: they cannot be joined.
+            refill: batched && !sequences && lists.is_none(),
+            schema,
+            feature_lists: lists,
+            parse_workers,
+            prefetch: self.prefetch.unwrap_or(2),
+            on_error: run.on_error,
+            epoch: run.epoch,
+            images: self
+                .images
+                .iter()
+                .map(|(_, im, seed)| ImageStage {
+                    seed: seed.unwrap_or_else(|| fastrand::u64(..)),
+                    ..im.clone()
+                })
+                .collect(),
+        }
+    }
+
+    /// How many elements one pass yields (tf.data's `cardinality()`), from `files` files
+    /// and `counts()`, each file's record count where known without reading it (asked
+    /// for only when the answer needs it). With `skips`, damaged records may be skipped,
+    /// so a count of records is unknown.
+    pub fn cardinality(
+        &self,
+        files: usize,
+        consumers: Option<Consumers>,
+        skips: bool,
+        counts: impl FnOnce() -> Vec<Option<u64>>,
+    ) -> Cardinality {
+        let mut file_ops = self.file_ops.clone();
+        let mut counted = Vec::with_capacity(self.counted.len() + 1);
+        match consumers {
+            Some(c) if c.by_files => file_ops.insert(0, c.shard().file_op()),
+            // The file names are not split by record.
+            Some(_) if self.files_only => {}
+            Some(c) => counted.push(c.shard().counted()),
+            None => {}
+        }
+        if self.files_only {
+            let picks: Vec<Counted> = file_ops.iter().map(Counted::from).collect();
+            return count_after(Cardinality::Known(files as u64), &picks);
+        }
+        counted.extend_from_slice(&self.counted);
+        let n = match picked_records(&file_ops, files, counts) {
+            Cardinality::Known(_) if skips => Cardinality::Unknown,
+            n => n,
+        };
+        count_after(n, &counted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::FeatureSpec;
+
+    fn schema(specs: &[(&str, DType, SpecKind)]) -> Arc<Schema> {
+        let specs = specs
+            .iter()
+            .map(|(key, dtype, kind)| FeatureSpec {
+                key: (*key).to_owned(),
+                dtype: *dtype,
+                kind: kind.clone(),
+                default: None,
+            })
+            .collect();
+        Arc::new(Schema::new(specs).unwrap())
+    }
+
+    fn image_schema() -> Arc<Schema> {
+        schema(&[
+            ("image", DType::Bytes, SpecKind::FixedLen { shape: vec![] }),
+            ("label", DType::Int64, SpecKind::FixedLen { shape: vec![] }),
+            ("tags", DType::Bytes, SpecKind::VarLen),
+        ])
+    }
+
+    fn image(key: &str) -> Step {
+        Step::DecodeImage {
+            key: key.to_owned(),
+            spec: ImageSpec {
+                size: Some((8, 8)),
+                ..ImageSpec::default()
+            },
+            seed: Some(0),
+        }
+    }
+
+    fn shuffle() -> Step {
+        Step::Order(Order::Shuffle {
+            buffer: 4,
+            seed: Some(1),
+        })
+    }
+
+    fn batch(size: usize) -> Step {
+        Step::Batch {
+            size,
+            drop_remainder: false,
+        }
+    }
+
+    fn interleave() -> Step {
+        Step::Interleave(Interleave {
+            cycle_length: 2,
+            block_length: 3,
+            deterministic: false,
+            parallel_reads: 1,
+        })
+    }
+
+    fn sequences(batched: bool) -> Step {
+        Step::ParseSequence {
+            context: schema(&[]),
+            lists: Arc::new(vec![("steps".to_owned(), DType::Float32)]),
+            batched,
+        }
+    }
+
+    fn run() -> Run {
+        Run {
+            files: vec!["a".into(), "b".into(), "c".into()],
+            read: ReadOptions::default(),
+            on_error: OnError::Stop,
+            consumers: None,
+            epoch: 7,
+            cpus: 2,
+        }
+    }
+
+    fn order_error(files_level: bool, steps: &[Step]) -> String {
+        match compile(files_level, steps) {
+            Err(PlanError::Order(m)) => m,
+            Err(e) => panic!("a ValueError, not a TypeError: {e}"),
+            Ok(_) => panic!("compiled"),
+        }
+    }
+
+    #[test]
+    fn stages_are_sorted_into_the_engine_and_the_elements_after_a_map() {
+        let steps = [
+            shuffle(),
+            interleave(),
+            shuffle(),
+            Step::Cache(Arc::new(Cache::memory())),
+            Step::Parse(image_schema()),
+            image("image"),
+            batch(32),
+            Step::Prefetch(5),
+            Step::Map,
+            shuffle(),
+            batch(2),
+        ];
+        let c = compile(true, &steps).unwrap();
+        assert!(!c.files_only);
+        assert_eq!(c.file_ops.len(), 1);
+        assert_eq!(c.interleave.cycle_length, 2);
+        assert_eq!(c.record_ops.len(), 2);
+        assert!(matches!(c.parsing, Parsing::Examples { step: 4, .. }));
+        assert_eq!(c.images.len(), 1);
+        assert_eq!(c.images[0].0, 5);
+        assert_eq!(c.batch, Some((6, 32, false)));
+        assert_eq!(c.prefetch, Some(5));
+        assert_eq!(c.elements, vec![8, 9, 10]);
+        let plan = c.plan(run());
+        assert_eq!(plan.batch_size, 32);
+        assert!(plan.refill);
+        assert_eq!(plan.epoch, 7);
+        assert_eq!(plan.prefetch, 5);
+        assert_eq!(plan.images.len(), 1);
+        assert_eq!(plan.parse_workers, 2, "a worker per core decodes images");
+        assert!(!plan.deterministic);
+    }
+
+    #[test]
+    fn file_names_alone_are_never_read() {
+        let c = compile(true, &[shuffle(), Step::Prefetch(2)]).unwrap();
+        assert!(c.files_only);
+        assert_eq!(c.file_ops.len(), 1);
+        let picked: Vec<usize> = c.file_order(3, None, 0).collect();
+        let mut sorted = picked.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, vec![0, 1, 2]);
+        let two = Consumers {
+            count: 2,
+            index: 1,
+            by_files: true,
+        };
+        assert_eq!(c.file_order(3, Some(two), 0).count(), 1);
+        assert_eq!(
+            c.cardinality(3, Some(two), false, || unreachable!()),
+            Cardinality::Known(1)
+        );
+        assert_eq!(
+            c.cardinality(3, None, false, || unreachable!()),
+            Cardinality::Known(3)
+        );
+    }
+
+    #[test]
+    fn a_stage_that_cannot_follow_its_predecessor_is_refused() {
+        let cases: Vec<(bool, Vec<Step>, &str)> = vec![
+            (
+                true,
+                vec![Step::Parse(image_schema())],
+                "parse() needs records, and this dataset holds file names",
+            ),
+            (true, vec![Step::Map], "map() needs records"),
+            (
+                true,
+                vec![Step::Cache(Arc::new(Cache::memory()))],
+                "cache() keeps records, not file names",
+            ),
+            (false, vec![interleave()], "interleave() reads files"),
+            (
+                true,
+                vec![interleave(), Step::Map, interleave()],
+                "interleave() reads files",
+            ),
+            (
+                false,
+                vec![Step::Parse(image_schema()), Step::Parse(image_schema())],
+                "parsed already",
+            ),
+            (
+                false,
+                vec![sequences(false), Step::Parse(image_schema())],
+                "parsed already",
+            ),
+            (
+                false,
+                vec![Step::Parse(image_schema()), batch(2), sequences(true)],
+                "parsed already",
+            ),
+            (
+                false,
+                vec![batch(2), Step::Parse(image_schema())],
+                "parse() needs unbatched, unparsed records",
+            ),
+            (
+                false,
+                vec![
+                    Step::Parse(image_schema()),
+                    Step::Map,
+                    Step::Parse(image_schema()),
+                ],
+                "parse() needs unbatched",
+            ),
+            (
+                false,
+                vec![image("image")],
+                "decode_image() needs parsed Examples",
+            ),
+            (
+                false,
+                vec![batch(2), image("image")],
+                "decode_image() needs parsed Examples",
+            ),
+            (
+                false,
+                vec![Step::Map, image("image")],
+                "decode_image() needs parsed Examples",
+            ),
+            (
+                false,
+                vec![Step::Parse(image_schema()), image("image"), image("image")],
+                "feature \"image\" is decoded already",
+            ),
+        ];
+        for (files_level, steps, wanted) in cases {
+            let got = order_error(files_level, &steps);
+            assert!(got.contains(wanted), "{got:?} does not say {wanted:?}");
+        }
+    }
+
+    #[test]
+    fn decode_image_needs_a_scalar_bytes_feature_of_the_schema() {
+        for (key, wanted) in [
+            ("nope", "the schema has no feature \"nope\""),
+            ("label", "not FixedLen([], \"int64\")"),
+            ("tags", "not VarLen(\"bytes\")"),
+        ] {
+            match compile(false, &[Step::Parse(image_schema()), image(key)]) {
+                Err(PlanError::Value(m)) => assert!(m.contains(wanted), "{m}"),
+                _ => panic!("decode_image({key:?}) compiled"),
+            }
+        }
+        let c = compile(false, &[Step::Parse(image_schema()), image("image")]).unwrap();
+        assert_eq!(c.images[0].1.feature, 0);
+    }
+
+    #[test]
+    fn sequences_parse_natively_before_or_right_after_a_batch() {
+        let c = compile(false, &[sequences(false)]).unwrap();
+        assert!(matches!(c.parsing, Parsing::Sequences { step: 0, .. }));
+        let plan = c.plan(run());
+        assert_eq!(
+            plan.parse_workers, 2,
+            "two workers parse SequenceExamples on two cores"
+        );
+        assert!(plan.feature_lists.is_some());
+        assert_eq!(plan.batch_size, UNIT);
+        let c = compile(false, &[batch(8), sequences(true), Step::Map]).unwrap();
+        assert!(matches!(c.parsing, Parsing::Sequences { step: 1, .. }));
+        assert_eq!(c.elements, vec![2]);
+        assert!(
+            !c.plan(run()).refill,
+            "sequence batches are padded to their own longest"
+        );
+        // After a map they are the caller's to parse.
+        let c = compile(false, &[Step::Map, sequences(false)]).unwrap();
+        assert!(!c.parses());
+        assert_eq!(c.elements, vec![0, 1]);
+    }
+
+    #[test]
+    fn one_record_per_unit_where_records_cannot_share_an_array() {
+        let seq = schema(&[(
+            "s",
+            DType::Int64,
+            SpecKind::FixedLenSequence {
+                shape: vec![],
+                allow_missing: true,
+            },
+        )]);
+        let plan = compile(false, &[Step::Parse(seq)]).unwrap().plan(run());
+        assert_eq!(plan.batch_size, 1);
+        let own = Step::DecodeImage {
+            key: "image".into(),
+            spec: ImageSpec::default(),
+            seed: None,
+        };
+        let plan = compile(false, &[Step::Parse(image_schema()), own])
+            .unwrap()
+            .plan(run());
+        assert_eq!(plan.batch_size, 1);
+        let plan = compile(false, &[Step::Parse(image_schema())])
+            .unwrap()
+            .plan(run());
+        assert_eq!((plan.batch_size, plan.parse_workers), (UNIT, 0));
+    }
+
+    #[test]
+    fn a_consumer_runs_its_share_first() {
+        let c = compile(true, &[interleave(), shuffle()]).unwrap();
+        let by_records = Consumers {
+            count: 4,
+            index: 3,
+            by_files: false,
+        };
+        let plan = c.plan(Run {
+            consumers: Some(by_records),
+            ..run()
+        });
+        assert!(
+            plan.deterministic,
+            "consumers splitting records see one order"
+        );
+        assert!(matches!(
+            plan.record_ops[0],
+            RecordOp::Shard {
+                num_shards: 4,
+                index: 3
+            }
+        ));
+        let counts = || vec![Some(10), Some(10), Some(5)];
+        assert_eq!(
+            c.cardinality(3, Some(by_records), false, counts),
+            Cardinality::Known(6)
+        );
+        assert_eq!(
+            c.cardinality(3, Some(by_records), true, counts),
+            Cardinality::Unknown
+        );
+        let by_files = Consumers {
+            count: 2,
+            index: 0,
+            by_files: true,
+        };
+        let plan = c.plan(Run {
+            consumers: Some(by_files),
+            ..run()
+        });
+        assert!(matches!(
+            plan.file_ops[0],
+            FileOp::Shard {
+                num_shards: 2,
+                index: 0
+            }
+        ));
+        assert_eq!(
+            c.cardinality(3, Some(by_files), false, counts),
+            Cardinality::Known(15)
+        );
+    }
+
+    #[test]
+    fn cardinality_follows_every_stage_in_order() {
+        let steps = [
+            Step::Parse(image_schema()),
+            Step::Order(Order::Take(25)),
+            batch(10),
+            Step::Map,
+            Step::Order(Order::Repeat(Some(3))),
+        ];
+        let c = compile(false, &steps).unwrap();
+        let counts = || vec![Some(10), Some(20), None];
+        assert_eq!(c.cardinality(3, None, false, counts), Cardinality::Unknown);
+        let counts = || vec![Some(10), Some(20), Some(0)];
+        assert_eq!(c.cardinality(3, None, false, counts), Cardinality::Known(9));
+        let filtered = compile(false, &[Step::Filter, batch(2)]).unwrap();
+        assert_eq!(
+            filtered.cardinality(1, None, false, || vec![Some(4)]),
+            Cardinality::Unknown
+        );
+        let endless = compile(
+            false,
+            &[
+                Step::Order(Order::Repeat(None)),
+                Step::Order(Order::Take(7)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            endless.cardinality(1, None, false, || vec![None]),
+            Cardinality::Known(7)
+        );
+    }
+}
