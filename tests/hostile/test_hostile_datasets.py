@@ -499,6 +499,36 @@ def test_a_lying_index_is_data_loss(tmp_path):
             [ds[i] for i in range(len(ds))]
 
 
+def test_an_index_that_is_not_a_table_of_numbers_is_data_loss_naming_it(tmp_path):
+    path = tmp_path / "x.tfrecord"
+    with tfr.RecordWriter(path, index=True) as w:
+        w.write_many([b"a" * 10, b"b" * 10])
+    sidecar = str(path) + ".idx"
+    for text, why in [
+        ("0 26\n26", "partial line"),
+        ("0 26\n26 x\n", "other than numbers"),
+        ("0 26\n26 1e3\n", "other than numbers"),
+        (f"0 26\n26 {2**64}\n", "other than numbers"),
+        ("0 26\n-26 26\n", "negative numbers"),
+        ("\x00\xff" * 1000, "other than numbers"),
+    ]:
+        Path(sidecar).write_bytes(text.encode("latin-1"))
+        with pytest.raises(tfr.DataLossError, match=why) as info:
+            tfr.IndexedDataset(str(path))
+        assert info.value.path == sidecar
+        # Where the index only helps, a bad one is not used: the count is not known.
+        assert tfr.Dataset.from_files(str(path)).cardinality() == tfr.UNKNOWN_CARDINALITY
+        # Ranges are planned from the sidecar's last line alone; reading them needs the
+        # whole of it, which names the sidecar, or reads every record once.
+        ranges = tfr.byte_ranges(str(path), target_bytes=10)
+        try:
+            got = list(tfr.read_records(ranges))
+        except tfr.DataLossError as err:
+            assert err.path == sidecar and why in str(err)
+        else:
+            assert got == [b"a" * 10, b"b" * 10]
+
+
 def test_a_lying_index_cannot_steer_a_byte_range(tmp_path):
     """Offsets in the middle of records, past the end, or out of order: each range is a
     typed error or reads records that really are there, never a crash, a hang or an

@@ -31,7 +31,7 @@ pub use example::{
     decode_example, decode_sequence_example, encode_example, encode_sequence_example, Feature,
     FeatureLists, Features,
 };
-pub use multi::{count_records, index_records, LargeRecords, MultiFileReader};
+pub use multi::{count_records, index_records, parse_index_table, LargeRecords, MultiFileReader};
 pub use parse::{
     parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind, MAX_FILL, MAX_VALUES,
 };

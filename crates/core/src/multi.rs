@@ -251,6 +251,40 @@ pub fn count_records(
     Ok(n)
 }
 
+/// The numbers of an index sidecar's text (`offset length` per record in an `.idx`,
+/// `offset length first records` per gzip member in a `.gzi`), row by row, `columns` to
+/// a row, separated by ASCII whitespace. What is not a table of non-negative numbers is a
+/// `DataLoss` error saying what is wrong. The table grows with the text read, never with
+/// what the text claims.
+pub fn parse_index_table(text: &[u8], columns: usize) -> Result<Vec<i64>> {
+    let mut out = Vec::with_capacity(text.len() / 4);
+    for field in text
+        .split(u8::is_ascii_whitespace)
+        .filter(|f| !f.is_empty())
+    {
+        let number = match field {
+            [b'-', rest @ ..] if !rest.is_empty() && rest.iter().all(u8::is_ascii_digit) => {
+                return Err(Error::data_loss("index holds negative numbers"))
+            }
+            _ if field.iter().all(u8::is_ascii_digit) => std::str::from_utf8(field)
+                .ok()
+                .and_then(|f| f.parse::<i64>().ok()),
+            _ => None,
+        };
+        match number {
+            Some(n) => out.push(n),
+            None => return Err(Error::data_loss("index holds something other than numbers")),
+        }
+    }
+    if columns == 0 || out.len() % columns != 0 {
+        return Err(Error::data_loss(format!(
+            "index has a partial line ({} fields)",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
 /// The `(offset, framed length)` of every record of an uncompressed file, checksums
 /// checked: the content of its `.idx` sidecar. `opener` opens it when it is a URL.
 pub fn index_records(path: &str, opener: &SharedOpener) -> Result<Vec<(u64, u64)>> {
@@ -268,5 +302,31 @@ pub fn index_records(path: &str, opener: &SharedOpener) -> Result<Vec<(u64, u64)
             return Ok(out);
         }
         out.push((at, scratch.len() as u64 + 16));
+    }
+}
+
+#[cfg(test)]
+mod index_table_tests {
+    use super::parse_index_table;
+
+    #[test]
+    fn an_index_is_read_as_a_table_of_numbers_or_refused() {
+        assert_eq!(
+            parse_index_table(b"0 25\n25 30\r\n 55\t7\n", 2).unwrap(),
+            vec![0i64, 25, 25, 30, 55, 7]
+        );
+        assert_eq!(parse_index_table(b"", 2).unwrap(), Vec::<i64>::new());
+        for (text, why) in [
+            (&b"0 25\n25"[..], "partial line (3 fields)"),
+            (b"0 x\n", "other than numbers"),
+            (b"0 1e3\n", "other than numbers"),
+            (b"0 +3\n", "other than numbers"),
+            (b"0 -\n", "other than numbers"),
+            (b"0 99999999999999999999\n", "other than numbers"),
+            (b"0 -3\n", "negative numbers"),
+        ] {
+            let err = parse_index_table(text, 2).unwrap_err();
+            assert!(err.message.contains(why), "{:?}: {}", text, err.message);
+        }
     }
 }

@@ -115,6 +115,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records::member_records, m)?)?;
     m.add_function(wrap_pyfunction!(records::unframe_records, m)?)?;
     m.add_function(wrap_pyfunction!(records::index_records, m)?)?;
+    m.add_function(wrap_pyfunction!(records::parse_index, m)?)?;
     m.add_function(wrap_pyfunction!(records::read_records_at, m)?)?;
     m.add_function(wrap_pyfunction!(records::frame_record, m)?)?;
     m.add_function(wrap_pyfunction!(records::file_crc32c, m)?)?;

@@ -598,6 +598,22 @@ pub fn index_records(
     })
 }
 
+/// The numbers of an index sidecar's text, `columns` to a row, as one flat array; what
+/// is not such a table is a `DataLossError` saying what is wrong.
+#[pyfunction]
+pub fn parse_index<'py>(
+    py: Python<'py>,
+    text: &[u8],
+    columns: usize,
+) -> PyResult<Bound<'py, numpy::PyArray1<i64>>> {
+    crate::errors::guard("parse_index", || {
+        let table = py
+            .detach(|| tfrecordkit_core::parse_index_table(text, columns))
+            .py_err(py)?;
+        Ok(numpy::PyArray1::from_vec(py, table))
+    })
+}
+
 /// Masked CRC32C of `data`, as TFRecord framing stores it.
 #[pyfunction]
 pub fn masked_crc32c(data: &[u8]) -> u32 {

@@ -24,7 +24,6 @@ from ..io.paths import (
     file_size,
     is_url,
     opener_for,
-    read_bytes,
     read_ranges,
     write_file,
 )
@@ -230,15 +229,12 @@ def _index_count(index: str, size: int, columns: int, options: StorageOptions) -
     length`` per record (``.idx``), or ``offset length first records`` per gzip member
     (``.gzi``)."""
     try:
-        fields = read_bytes(index, options).split()
-        table = [int(x) for x in fields]
-    except (OSError, ValueError):
+        table = load_index(index, columns, options)
+    except (OSError, DataLossError):
         return None
-    if len(table) % columns:
-        return None
-    if not table:
+    if not len(table):
         return 0 if size == 0 else None
-    last = table[-columns:]
-    if last[0] + last[1] != size:
+    last = table[-1]
+    if int(last[0]) + int(last[1]) != size:
         return None
-    return len(table) // 2 if columns == 2 else sum(table[3::4])
+    return len(table) if columns == 2 else int(table[:, 3].sum())

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _core
 from ..errors import DataLossError
 from .paths import (
     PathLike,
@@ -130,17 +131,14 @@ def index_offsets(path: str, storage_options: StorageOptions) -> np.ndarray:
 
 
 def load_index(path: str, columns: int, options: StorageOptions) -> np.ndarray:
-    """The table of numbers of the index sidecar at ``path``."""
-    fields = read_bytes(path, options).split()
-    if len(fields) % columns:
-        raise DataLossError(f"index has a partial line ({len(fields)} fields)", path=path)
+    """The table of numbers of the index sidecar at ``path``, a row per entry; a
+    ``DataLossError`` naming it when it is not a table of non-negative numbers."""
+    text = read_bytes(path, options)
     try:
-        table = np.array(fields, dtype=np.int64).reshape(-1, columns)
-    except ValueError:
-        raise DataLossError("index holds something other than numbers", path=path) from None
-    if (table < 0).any():
-        raise DataLossError("index holds negative numbers", path=path)
-    return table
+        return _core.parse_index(text, columns).reshape(-1, columns)
+    except DataLossError as err:
+        err.path = path
+        raise
 
 
 def resolve(
