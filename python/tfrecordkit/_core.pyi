@@ -14,6 +14,7 @@ __all__ = [
     "ElementPipeline",
     "FileOrder",
     "ImageSpec",
+    "ListSchema",
     "OffsetReader",
     "Pipeline",
     "PipelineCache",
@@ -47,11 +48,9 @@ __all__ = [
     "member_records",
     "mix_seed",
     "parse_index",
-    "pad_steps",
+    "parse_sequence_lists",
     "parse_tensors",
     "parse_examples",
-    "parse_feature_lists",
-    "ragged_layout",
     "read_member",
     "read_record_at",
     "read_records_at",
@@ -71,17 +70,6 @@ def decode_example(data: bytes) -> dict[str, Any]: ...
 def encode_sequence_example(context: Any, feature_lists: Any) -> bytes: ...
 def decode_sequence_example(data: bytes) -> tuple[dict[str, Any], dict[str, list[Any]]]: ...
 def parse_examples(records: Iterable[bytes], schema: CompiledSchema) -> list[tuple[Any, ...]]: ...
-def parse_feature_lists(
-    records: list[bytes], wanted: list[tuple[str, str]]
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]: ...
-def pad_steps(
-    key: str, values: np.ndarray, steps: np.ndarray, step_values: np.ndarray, stride: int, pad: Any
-) -> np.ndarray: ...
-def ragged_layout(
-    key: str,
-    value_splits: np.ndarray,
-    partitions: list[tuple[str, tuple[np.ndarray, np.ndarray] | None, int]],
-) -> list[np.ndarray]: ...
 def encode_columns(table: Table) -> list[bytes]: ...
 def framed_row_sizes(table: Table) -> np.ndarray: ...
 def count_records(
@@ -254,6 +242,14 @@ class Repeat:
     def __getnewargs__(self) -> tuple[int | None]: ...
     @property
     def count(self) -> int | None: ...
+
+@final
+class ListSchema:
+    def __new__(cls, specs: list[tuple[str, Any]]) -> ListSchema: ...
+
+def parse_sequence_lists(
+    records: Iterable[bytes], lists: ListSchema, pad: bool = True
+) -> list[tuple[Any, ...]]: ...
 
 @final
 class Plan:

@@ -258,6 +258,6 @@ def test_a_missing_required_feature_list_is_refused_as_tensorflow_refuses_it(tmp
     lists = {"frames": SEQUENCE_LISTS["frames"]}
     with pytest.raises(tf.errors.InvalidArgumentError):
         tf.io.parse_sequence_example([good, bad], None, lists)
-    with pytest.raises(tfr.SchemaError, match=r"'frames'.*required") as info:
+    with pytest.raises(tfr.SchemaError, match=r'feature list "frames".*required') as info:
         tfr.read_table(path, sequence_schema=lists)
     assert (info.value.path, info.value.record_index, info.value.key) == (path, 2, "frames")

@@ -373,6 +373,14 @@ def test_defaults_and_padding_fill_a_bounded_number_of_values():
     empty = tfr.encode_sequence_example({}, {"f": []})
     with pytest.raises(tfr.SchemaError, match="padding to the longest record"):
         tfr.parse_sequence_example([steps] + [empty] * 1000, None, {"f": seq["s"]})
+    # A long bytes default counts by its bytes: 2,000,000 padded values of 1,000 bytes.
+    words = tfr.encode_sequence_example({}, {"w": [[b"a"]] * 2000})
+    nothing = tfr.encode_sequence_example({}, {"w": []})
+    bomb = {"w": tfr.FixedLenSequence([], "bytes", allow_missing=True, default=b"x" * 1000)}
+    with pytest.raises(tfr.SchemaError, match="padding to the longest record"):
+        tfr.parse_sequence_example([words] + [nothing] * 1000, None, bomb)
+    _, lists, _ = tfr.parse_sequence_example([words, nothing], None, bomb)
+    assert lists["w"].shape == (2, 2000) and lists["w"][1, 0] == b"x" * 1000
 
 
 def test_a_panic_reaches_python_as_an_internal_error_naming_the_call():

@@ -9,6 +9,7 @@ pub mod compression;
 pub mod crc;
 pub mod error;
 pub mod example;
+pub mod feature_lists;
 pub mod image;
 pub mod multi;
 pub mod parse;

@@ -117,7 +117,7 @@ impl Column {
         self.len() == 0
     }
 
-    fn push_bytes(&mut self, b: &[u8]) {
+    pub(crate) fn push_bytes(&mut self, b: &[u8]) {
         if let Column::Bytes { data, ends } = self {
             data.extend_from_slice(b);
             ends.push(data.len());
@@ -170,7 +170,7 @@ impl Column {
     }
 
     /// Appends values `from..to` of `other` (same dtype).
-    fn extend_range(&mut self, other: &Column, from: usize, to: usize) {
+    pub(crate) fn extend_range(&mut self, other: &Column, from: usize, to: usize) {
         match (self, other) {
             (Column::Int64(a), Column::Int64(b)) => a.extend_from_slice(&b[from..to]),
             (Column::Float32(a), Column::Float32(b)) => a.extend_from_slice(&b[from..to]),

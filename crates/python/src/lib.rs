@@ -4,11 +4,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use tfrecordkit_core::Feature;
 
-mod composite;
 mod convert;
 mod elements;
 mod errors;
 mod image;
+mod lists;
 mod opener;
 mod parse;
 mod pipeline;
@@ -103,9 +103,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_sequence_example, m)?)?;
     m.add_function(wrap_pyfunction!(decode_sequence_example, m)?)?;
     m.add_function(wrap_pyfunction!(parse::parse_examples, m)?)?;
-    m.add_function(wrap_pyfunction!(composite::ragged_layout, m)?)?;
-    m.add_function(wrap_pyfunction!(parse::parse_feature_lists, m)?)?;
-    m.add_function(wrap_pyfunction!(parse::pad_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(lists::parse_sequence_lists, m)?)?;
     m.add_function(wrap_pyfunction!(records::count_records, m)?)?;
     m.add_function(wrap_pyfunction!(table::encode_columns, m)?)?;
     m.add_function(wrap_pyfunction!(table::framed_row_sizes, m)?)?;
@@ -130,6 +128,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_class::<image::ImageSpec>()?;
     m.add_class::<parse::CompiledSchema>()?;
+    m.add_class::<lists::CompiledLists>()?;
     m.add_class::<records::OffsetReader>()?;
     m.add_class::<table::Table>()?;
     m.add_class::<records::RecordReader>()?;

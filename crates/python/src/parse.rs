@@ -1,6 +1,6 @@
 //! Schemas and batch parsing into NumPy.
 
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -9,7 +9,6 @@ use tfrecordkit_core::{
     PartitionSource, Schema, SparseValues, SpecKind,
 };
 
-use tfrecordkit_core::sequence::{self, FeatureListColumn};
 
 use crate::errors::IntoPyResult;
 
@@ -22,7 +21,7 @@ pub fn dtype_of(name: &str) -> PyResult<DType> {
     }
 }
 
-fn default_column(dtype: DType, values: &Bound<'_, PyAny>) -> PyResult<Column> {
+pub(crate) fn default_column(dtype: DType, values: &Bound<'_, PyAny>) -> PyResult<Column> {
     Ok(match dtype {
         DType::Int64 => Column::Int64(values.extract()?),
         DType::Float32 => Column::Float32(values.extract()?),
@@ -344,77 +343,4 @@ pub fn parsed_column_to_raw(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>>
     let values = values_to_py(py, p.values, true)?;
     let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
     Ok((values, p.shape, splits))
-}
-
-/// One feature list of a batch: `(values, steps, step_values, present)`.
-pub type FeatureListPy<'py> = (
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-);
-
-/// Reads the feature lists `wanted` `(key, dtype)` of serialized SequenceExamples.
-#[pyfunction]
-pub fn parse_feature_lists<'py>(
-    py: Python<'py>,
-    records: &Bound<'py, PyAny>,
-    wanted: Vec<(String, String)>,
-) -> PyResult<Vec<FeatureListPy<'py>>> {
-    crate::errors::guard("parse_feature_lists", || {
-        let wanted = wanted
-            .into_iter()
-            .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        let cols = with_records(records, |slices| {
-            py.detach(|| tfrecordkit_core::sequence::parse_feature_lists(&wanted, slices))
-        })?
-        .py_err(py)?;
-        cols.into_iter()
-            .map(|c| feature_list_to_py(py, c))
-            .collect()
-    })
-}
-
-/// A feature list column as `(values, steps, step_values, present)` arrays.
-pub fn feature_list_to_py(py: Python<'_>, c: FeatureListColumn) -> PyResult<FeatureListPy<'_>> {
-    Ok((
-        column_to_py(py, c.values)?,
-        PyArray1::from_vec(py, c.steps).into_any(),
-        PyArray1::from_vec(py, c.step_values).into_any(),
-        PyArray1::from_vec(py, c.present).into_any(),
-    ))
-}
-
-/// A `FixedLenSequence` list of a batch padded to `[records, width * stride]` with `pad`
-/// (int64 and float32 values; see the core's `pad_steps`).
-#[pyfunction]
-pub fn pad_steps<'py>(
-    py: Python<'py>,
-    key: &str,
-    values: &Bound<'py, PyAny>,
-    steps: PyReadonlyArray1<'py, i64>,
-    step_values: PyReadonlyArray1<'py, i64>,
-    stride: usize,
-    pad: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    crate::errors::guard("pad_steps", || {
-        let (steps, step_values) = (steps.as_slice()?, step_values.as_slice()?);
-        let records = steps.len().saturating_sub(1);
-        let (out, width) = if let Ok(v) = values.extract::<PyReadonlyArray1<'py, i64>>() {
-            let (v, pad) = (v.as_slice()?, pad.extract::<i64>()?);
-            let (out, width) = py
-                .detach(|| sequence::pad_steps(key, v, steps, step_values, stride, pad))
-                .py_err(py)?;
-            (PyArray1::from_vec(py, out).into_any(), width)
-        } else {
-            let v = values.extract::<PyReadonlyArray1<'py, f32>>()?;
-            let (v, pad) = (v.as_slice()?, pad.extract::<f32>()?);
-            let (out, width) = py
-                .detach(|| sequence::pad_steps(key, v, steps, step_values, stride, pad))
-                .py_err(py)?;
-            (PyArray1::from_vec(py, out).into_any(), width)
-        };
-        out.call_method1("reshape", ((records, width * stride),))
-    })
 }

@@ -12,7 +12,7 @@ use tfrecordkit_core::pipeline::{parsed_columns, Cache, Decoded, Payload, Plan};
 
 use crate::errors::IntoPyResult;
 use crate::image::pixels_to_py;
-use crate::parse::{assembled_to_py, feature_list_to_py, parsed_column_to_py};
+use crate::parse::{assembled_to_py, parsed_column_to_py};
 use tfrecordkit_core::Assembled;
 
 /// Records kept after a pipeline's first complete pass (in memory, or in a file).
@@ -274,12 +274,9 @@ impl Pipeline {
                 }
                 Payload::Sequences(parsed, keys, assembled, lists) => {
                     let context = self.columns_to_py(py, parsed, assembled)?;
-                    let lists = lists
-                        .into_iter()
-                        .map(|c| feature_list_to_py(py, c))
-                        .collect::<PyResult<Vec<_>>>()?;
-                    let both =
-                        PyTuple::new(py, [context.into_any(), PyList::new(py, lists)?.into_any()])?;
+                    let specs = self.inner.feature_lists().expect("sequences have lists");
+                    let lists = crate::lists::lists_to_py(py, specs, lists)?;
+                    let both = PyTuple::new(py, [context.into_any(), lists.into_any()])?;
                     (keys.into_pyarray(py), both.into_any())
                 }
             };

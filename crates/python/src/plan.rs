@@ -14,7 +14,8 @@ use tfrecordkit_core::{Compression, ReadOptions};
 
 use crate::errors::IntoPyResult;
 use crate::image::ImageSpec;
-use crate::parse::{dtype_of, CompiledSchema};
+use crate::lists::CompiledLists;
+use crate::parse::CompiledSchema;
 use crate::pipeline::{FileOrder, Pipeline, PipelineCache, Stage};
 
 /// The stages of a `Dataset` (the `tfrecordkit.pipeline.plan` builders and the native
@@ -73,16 +74,11 @@ fn step_of(op: &Bound<'_, PyAny>) -> PyResult<Step> {
             Step::Parse(Arc::new(compiled))
         }
         "ParseSequence" => {
-            let (context, lists): (Bound<'_, CompiledSchema>, Vec<(String, String)>) =
+            let (context, lists): (Bound<'_, CompiledSchema>, Bound<'_, CompiledLists>) =
                 op.call_method0("native")?.extract()?;
             Step::ParseSequence {
                 context: Arc::new(context.get().schema.clone()),
-                lists: Arc::new(
-                    lists
-                        .into_iter()
-                        .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
-                        .collect::<PyResult<_>>()?,
-                ),
+                lists: Arc::clone(&lists.get().schema),
                 batched: op.getattr("batched")?.extract()?,
             }
         }

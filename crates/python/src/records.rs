@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -16,9 +17,9 @@ use tfrecordkit_core::{
 
 use crate::convert::bytes_like;
 use crate::errors::IntoPyResult;
-use crate::parse::{columns_to_py, dtype_of, feature_list_to_py, CompiledSchema};
+use crate::lists::CompiledLists;
+use crate::parse::{columns_to_py, CompiledSchema};
 use crate::table::Table;
-use tfrecordkit_core::sequence::parse_feature_lists;
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
     Compression::parse(name).py_err(py)
@@ -221,8 +222,9 @@ impl RecordReader {
     /// Reads up to `max_records` records and parses them with `schema` in one native call;
     /// `None` at the end. Returns what `parse_examples` returns; with `raw_bytes`, bytes
     /// columns come as `(data, offsets)` arrays (Arrow's binary layout) instead of objects.
-    /// With `feature_lists` ((key, dtype) pairs) the records are `SequenceExample`s: returns
-    /// `(context, lists)`, the context as above and each list as `parse_feature_lists` has it.
+    /// With `feature_lists` the records are `SequenceExample`s: returns `(context, lists)`,
+    /// the context as above and each list laid out without padding (see
+    /// `parse_sequence_lists`).
     /// `max_bytes` ends a batch once its records hold that many bytes.
     #[pyo3(signature = (schema, max_records=1024, raw_bytes=false, feature_lists=None, max_bytes=usize::MAX))]
     fn read_parsed<'py>(
@@ -231,19 +233,11 @@ impl RecordReader {
         schema: &CompiledSchema,
         max_records: usize,
         raw_bytes: bool,
-        feature_lists: Option<Vec<(String, String)>>,
+        feature_lists: Option<PyRef<'py, CompiledLists>>,
         max_bytes: usize,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         crate::errors::guard("RecordReader.read_parsed", || {
-            let wanted = match feature_lists {
-                Some(wanted) => Some(
-                    wanted
-                        .into_iter()
-                        .map(|(key, dtype)| Ok((key, dtype_of(&dtype)?)))
-                        .collect::<PyResult<Vec<_>>>()?,
-                ),
-                None => None,
-            };
+            let wanted = feature_lists.as_ref().map(|l| Arc::clone(&l.schema));
             self.next_batch(py, max_records.max(1), max_bytes.max(1))?;
             let batch = &self.batch;
             if batch.is_empty() {
@@ -258,7 +252,7 @@ impl RecordReader {
                     let refs: Vec<Option<&Parsed>> = parsed.iter().map(Some).collect();
                     let assembled = schema.schema.assemble(&refs)?;
                     let lists = match &wanted {
-                        Some(wanted) => Some(parse_feature_lists(wanted, &records)?),
+                        Some(wanted) => Some(wanted.parse(&records, false)?),
                         None => None,
                     };
                     Ok((parsed, assembled, lists))
@@ -276,11 +270,9 @@ impl RecordReader {
             let Some(lists) = lists else {
                 return Ok(Some(context.into_any()));
             };
-            let lists = lists
-                .into_iter()
-                .map(|c| feature_list_to_py(py, c))
-                .collect::<PyResult<Vec<_>>>()?;
-            let both = [context.into_any(), PyList::new(py, lists)?.into_any()];
+            let specs = wanted.as_deref().expect("lists were parsed");
+            let lists = crate::lists::lists_to_py(py, specs, lists)?;
+            let both = [context.into_any(), lists.into_any()];
             Ok(Some(PyTuple::new(py, both)?.into_any()))
         })
     }

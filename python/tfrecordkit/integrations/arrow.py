@@ -46,7 +46,7 @@ from ..schema.features import (
     _as_schema,
 )
 from ..schema.reading import infer_schema
-from ..schema.sequence import _ragged_steps, as_sequence_schema, list_columns
+from ..schema.sequence import as_sequence_schema, compiled_lists
 
 __all__ = ["read_arrow", "read_table"]
 
@@ -192,7 +192,7 @@ def _readers(
     required = {
         k: s for k, s in context.items() if isinstance(s, FixedLenSequence) and not s.allow_missing
     }
-    wanted = None if lists is None else list(list_columns(lists).items())
+    wanted = None if lists is None else compiled_lists(lists)
     if not required:
 
         def read_parsed() -> Any:
@@ -218,8 +218,8 @@ def _readers(
         out = _example_arrays(pa, context, _core.parse_examples(records, compiled))
         if lists is None:
             return out
-        parsed = _core.parse_feature_lists(records, list(list_columns(lists).items()))
-        return out + _list_arrays(pa, lists, parsed)
+        assert wanted is not None
+        return out + _list_arrays(pa, lists, _core.parse_sequence_lists(records, wanted, pad=False))
 
     return read_records, arrays
 
@@ -267,48 +267,19 @@ def _element_splits(key: str, spec: FixedLenSequence, splits: np.ndarray) -> np.
     return splits // stride
 
 
-def _list_arrays(pa: Any, schema: Schema, parsed: list[Any]) -> list[Any]:
-    """The Arrow arrays of the feature lists of ``schema``, from the columns the native
-    parse read (those :func:`list_columns` names)."""
-    cols = dict(zip(list_columns(schema), parsed, strict=True))
+def _list_arrays(pa: Any, schema: Schema, laid: list[Any]) -> list[Any]:
+    """The Arrow arrays of the feature lists of ``schema``, from a batch's lists as the
+    core lays them out without padding (checked step by step)."""
     out = []
-    for key, spec in schema.items():
+    for spec, item in zip(schema.values(), laid, strict=True):
+        leaf = values_array(pa, item[0])
         if isinstance(spec, RaggedFeature):
-            ragged = _ragged_steps(key, spec, cols)
-            levels = [np.asarray(s, dtype=np.int64) for s in ragged.nested_row_splits]
-            leaf = values_array(pa, ragged.flat_values)
-            out.append(ragged_array(pa, leaf, levels, spec.partitions))
-            continue
-        values, steps, step_values, present = cols[key]
-        leaf = values_array(pa, values)
-        if isinstance(spec, FixedLenSequence):
-            _check_steps(key, spec, steps, step_values, present)
+            _, steps, levels = item
+            out.append(ragged_array(pa, leaf, [steps, *levels], spec.partitions))
+        elif isinstance(spec, FixedLenSequence):
+            _, steps = item
             out.append(list_array(pa, steps, nest_fixed_size(pa, leaf, spec.shape)))
         else:
+            _, steps, step_values = item
             out.append(list_array(pa, steps, list_array(pa, step_values, leaf)))
     return out
-
-
-def _check_steps(
-    key: str, spec: FixedLenSequence, steps: Any, step_values: Any, present: Any
-) -> None:
-    """Every step of a ``FixedLenSequence`` list holds one element; a list that may not be
-    missing is there."""
-    stride = int(np.prod(spec.shape, dtype=np.int64))
-    counts = np.diff(step_values)
-    bad = np.flatnonzero(counts != stride)
-    if bad.size:
-        step = int(bad[0])
-        record = int(np.searchsorted(steps, step, side="right") - 1)
-        raise SchemaError(
-            f"feature list {key!r} ({spec.dtype}): step {step - int(steps[record])} has "
-            f"{int(counts[step])} values; expected {stride}",
-            key=key,
-            record_index=record,
-        )
-    if not spec.allow_missing and not np.all(present):
-        raise SchemaError(
-            f"feature list {key!r} ({spec.dtype}) is required but could not be found",
-            key=key,
-            record_index=int(np.argmin(present)),
-        )

@@ -24,7 +24,7 @@ from ..image import ImageOptions
 from ..io.paths import URLOpener
 from ..io.policy import policed
 from ..schema.features import FixedLenSequence, RaggedFeature, Schema, SparseFeature
-from ..schema.sequence import _row, list_columns, list_outputs
+from ..schema.sequence import _row, compiled_lists, list_outputs
 from . import python_stages as _stages
 
 # The engine's threads that run Python functions (a map on threads, a prefetch after a
@@ -56,10 +56,9 @@ class ParseSequence:
     sequence: Schema
     batched: bool = False
 
-    def native(self) -> tuple[_core.CompiledSchema, list[tuple[str, str]]]:
-        """What the core parses: the context's schema, and each feature list's dtype."""
-        context = (self.context or Schema({})).compiled()
-        return context, list(list_columns(self.sequence).items())
+    def native(self) -> tuple[_core.CompiledSchema, _core.ListSchema]:
+        """What the core parses: the context's schema and the feature lists'."""
+        return (self.context or Schema({})).compiled(), compiled_lists(self.sequence)
 
 
 @dataclass(frozen=True)
@@ -212,10 +211,9 @@ def _units_of(
 def _sequences(op: ParseSequence, payload: Any, n: int, batched: bool) -> Any:
     """A unit of SequenceExamples the engine parsed: one dict of the context and feature
     lists for a batch, or a list of them, one per record."""
-    context_columns, list_columns_ = payload
+    context_columns, laid = payload
     context = op.context.outputs(context_columns) if op.context is not None else {}
-    wanted = list_columns(op.sequence)
-    lists, lengths = list_outputs(op.sequence, dict(zip(wanted, list_columns_, strict=True)))
+    lists, lengths = list_outputs(op.sequence, laid)
     if batched:
         return {**context, **lists}
     out = []

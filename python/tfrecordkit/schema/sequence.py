@@ -10,14 +10,11 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..errors import SchemaError
 from .features import (
-    _PARTITION_KINDS,
     FixedLenSequence,
     RaggedFeature,
     Schema,
     Spec,
-    UniformRowLength,
     VarLen,
     _as_schema,
     parse_examples,
@@ -100,133 +97,36 @@ def _row(
     return own, steps
 
 
-def list_columns(schema: Schema) -> dict[str, str]:
-    """The feature lists to read for ``schema``, each with its dtype."""
-    columns: dict[str, str] = {}
-
-    def add(key: str, dtype: str, by: str) -> None:
-        if columns.setdefault(key, dtype) != dtype:
-            raise ValueError(
-                f"feature list {by!r} reads {key!r} as {dtype}, but it is read as "
-                f"{columns[key]} too"
-            )
-
-    for key, spec in schema.items():
-        if isinstance(spec, RaggedFeature):
-            add(spec.value_key or key, spec.dtype, key)
-            for p in spec.partitions:
-                if not isinstance(p, UniformRowLength):
-                    add(p.key, "int64", key)
-        else:
-            add(key, spec.dtype, key)
-    return columns
+def compiled_lists(schema: Schema) -> _core.ListSchema:
+    """The native form of a sequence schema: the feature lists it reads, and how the core
+    lays each out."""
+    return _core.ListSchema(list(schema.items()))
 
 
 def _feature_lists(
     schema: Schema, records: list[Any]
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    wanted = list_columns(schema)
-    cols = dict(zip(wanted, _core.parse_feature_lists(records, list(wanted.items())), strict=True))
-    return list_outputs(schema, cols)
+    return list_outputs(schema, _core.parse_sequence_lists(records, compiled_lists(schema)))
 
 
-def list_outputs(
-    schema: Schema, cols: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The feature lists of ``schema`` (with the steps of each ``FixedLenSequence``), from
-    the columns :func:`list_columns` names as the native parser reads them."""
+def list_outputs(schema: Schema, laid: list[Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The feature lists of ``schema`` as the core lays them out for a batch (one entry
+    per list): a ``FixedLenSequence`` padded, with its steps per record in ``lengths``;
+    a ``VarLen`` and a ``RaggedFeature`` as :class:`Ragged` records of steps."""
     out: dict[str, Any] = {}
     lengths: dict[str, np.ndarray] = {}
-    for key, spec in schema.items():
+    for (key, spec), item in zip(schema.items(), laid, strict=True):
         if isinstance(spec, FixedLenSequence):
-            out[key], lengths[key] = _dense_steps(key, spec, cols[key])
+            out[key], lengths[key] = item
         elif isinstance(spec, VarLen):
-            values, steps, step_values, _ = cols[key]
+            values, steps, step_values = item
             out[key] = Ragged(Ragged(values, step_values), steps)
         else:
-            out[key] = _ragged_steps(key, spec, cols)
+            values, steps, levels = item
+            for splits in reversed(levels):
+                values = Ragged(values, splits.astype(spec.row_splits_dtype, copy=False))
+            out[key] = Ragged(values, steps.astype(spec.row_splits_dtype, copy=False))
     return out, lengths
-
-
-def _record_of(steps: np.ndarray, step: int) -> int:
-    return int(np.searchsorted(steps, step, side="right") - 1)
-
-
-def _dense_steps(key: str, spec: FixedLenSequence, column: Any) -> tuple[np.ndarray, np.ndarray]:
-    values, steps, step_values, present = column
-    stride = int(np.prod(spec.shape, dtype=np.int64))
-    counts = np.diff(step_values)
-    bad = np.flatnonzero(counts != stride)
-    if bad.size:
-        step = int(bad[0])
-        record = _record_of(steps, step)
-        raise SchemaError(
-            f"feature list {key!r} ({spec.dtype}): step {step - int(steps[record])} has "
-            f"{int(counts[step])} values; expected {stride}",
-            key=key,
-            record_index=record,
-        )
-    if not spec.allow_missing and not present.all():
-        raise SchemaError(
-            f"feature list {key!r} ({spec.dtype}) is required but could not be found",
-            key=key,
-            record_index=int(np.argmin(present)),
-        )
-    n_steps = np.diff(steps)
-    batch = len(n_steps)
-    width = int(n_steps.max()) if batch else 0
-    if spec.default is not None:
-        pad = spec.default[0]
-    else:
-        pad = b"" if spec.dtype == "bytes" else 0
-    if batch and (n_steps == width).all():
-        return values.reshape(batch, width, *spec.shape), n_steps
-    if values.dtype != object:
-        padded = _core.pad_steps(key, values, steps, step_values, stride, pad)
-        return padded.reshape(batch, width, *spec.shape), n_steps
-    padding = batch * width * stride - len(values)
-    if padding > _core.MAX_FILL:
-        raise SchemaError(
-            f"feature list {key!r}: padding to the longest record would fill in {padding} "
-            f"values that no record holds, more than the {_core.MAX_FILL} a batch may; parse "
-            "smaller batches",
-            key=key,
-        )
-    out = np.full((batch, width, *spec.shape), pad, dtype=values.dtype)
-    # The steps, record by record, fill each record's first rows: row-major order.
-    out[np.arange(width) < n_steps[:, None]] = values.reshape(len(counts), *spec.shape)
-    return out, n_steps
-
-
-def _ragged_steps(key: str, spec: RaggedFeature, cols: dict[str, Any]) -> Ragged:
-    values, steps, step_values, _ = cols[spec.value_key or key]
-    parts = []
-    for p in spec.partitions:
-        if isinstance(p, UniformRowLength):
-            parts.append((_PARTITION_KINDS[type(p)], None, p.length))
-            continue
-        part_values, part_steps, part_step_values, _ = cols[p.key]
-        if not np.array_equal(part_steps, steps):
-            record = int(np.argmax(part_steps != steps)) - 1
-            raise SchemaError(
-                f"feature list {key!r}: partition {p.key!r} has "
-                f"{int(part_steps[record + 1] - part_steps[record])} steps but the values have "
-                f"{int(steps[record + 1] - steps[record])}",
-                key=key,
-                record_index=record,
-            )
-        parts.append((_PARTITION_KINDS[type(p)], (part_values, part_step_values), 0))
-    try:
-        levels = _core.ragged_layout(key, step_values, parts)
-    except SchemaError as err:
-        # The layout's rows are steps: name the Example the step belongs to.
-        if err.record_index is not None:
-            err.record_index = _record_of(steps, err.record_index)
-        raise
-    out: Any = values
-    for splits in reversed(levels):
-        out = Ragged(out, splits.astype(spec.row_splits_dtype, copy=False))
-    return Ragged(out, steps.astype(spec.row_splits_dtype, copy=False))
 
 
 class SequenceGuess:

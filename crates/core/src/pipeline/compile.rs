@@ -10,6 +10,7 @@ use super::cardinality::{count_after, picked_records, Cardinality, Counted};
 use super::files::{file_order_of, FileIter};
 use super::{Cache, FileOp, ImageStage, OnError, Plan, RecordOp};
 use crate::assemble::Assembly;
+use crate::feature_lists::ListSchema;
 use crate::image::ImageSpec;
 use crate::parse::{DType, Schema, SpecKind};
 use crate::reader::ReadOptions;
@@ -95,7 +96,7 @@ pub enum Step {
     /// read. `batched`: it follows a `batch`, and parses each batch in one call.
     ParseSequence {
         context: Arc<Schema>,
-        lists: Arc<Vec<(String, DType)>>,
+        lists: Arc<ListSchema>,
         batched: bool,
     },
     /// `seed`: `None` draws a fresh one for each run.
@@ -179,7 +180,7 @@ pub enum Parsing {
     Sequences {
         step: usize,
         context: Arc<Schema>,
-        lists: Arc<Vec<(String, DType)>>,
+        lists: Arc<ListSchema>,
     },
 }
 
@@ -568,6 +569,7 @@ impl Compiled {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::feature_lists::{ListKind, ListSpec};
     use crate::parse::FeatureSpec;
 
     fn schema(specs: &[(&str, DType, SpecKind)]) -> Arc<Schema> {
@@ -628,7 +630,14 @@ mod tests {
     fn sequences(batched: bool) -> Step {
         Step::ParseSequence {
             context: schema(&[]),
-            lists: Arc::new(vec![("steps".to_owned(), DType::Float32)]),
+            lists: Arc::new(
+                ListSchema::new(vec![ListSpec {
+                    key: "steps".to_owned(),
+                    dtype: DType::Float32,
+                    kind: ListKind::Var,
+                }])
+                .unwrap(),
+            ),
             batched,
         }
     }

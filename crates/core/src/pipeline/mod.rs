@@ -32,8 +32,9 @@ use std::thread;
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, Result};
+use crate::feature_lists::ListSchema;
 use crate::image::{ImageSpec, PixelPool};
-use crate::parse::{DType, Schema};
+use crate::parse::Schema;
 use crate::reader::{ReadOptions, RecordBatch};
 use crate::source::SharedOpener;
 
@@ -111,7 +112,7 @@ pub struct Plan {
     pub schema: Option<Arc<Schema>>,
     /// With a schema: the records are `SequenceExample`s, the schema parses their
     /// context, and these feature lists (key, dtype) are read too.
-    pub feature_lists: Option<Arc<Vec<(String, DType)>>>,
+    pub feature_lists: Option<Arc<ListSchema>>,
     pub parse_workers: usize,
     /// Finished units held ready ahead of the consumer.
     pub prefetch: usize,
@@ -193,6 +194,11 @@ impl Pipeline {
     /// The schema the pipeline parses with, if it parses.
     pub fn schema(&self) -> Option<&Schema> {
         self.plan.schema.as_deref()
+    }
+
+    /// The feature lists the pipeline parses, if it parses SequenceExamples.
+    pub fn feature_lists(&self) -> Option<&ListSchema> {
+        self.plan.feature_lists.as_deref()
     }
 
     /// Starts the threads of `plan`. `opener` reads paths that are not local files.

@@ -7,10 +7,10 @@ use super::readers::Files;
 use super::{mix, record_key, OnError, Origin, Plan};
 use crate::assemble::Assembled;
 use crate::error::{Error, Result};
+use crate::feature_lists::LaidList;
 use crate::image::{decode_batch, PixelBatch, PixelPool};
 use crate::parse::{parse_examples, Column, Parsed};
 use crate::reader::RecordBatch;
-use crate::sequence::{parse_feature_lists, FeatureListColumn};
 
 /// What one output unit holds, with the key of each of its records (see [`record_key`]).
 pub enum Payload {
@@ -20,13 +20,8 @@ pub enum Payload {
     /// from others).
     Parsed(Vec<Decoded>, Vec<u64>, Option<Vec<Assembled>>),
     /// `SequenceExample`s: their context as `Parsed` has it (always laid out), and each
-    /// wanted feature list.
-    Sequences(
-        Vec<Decoded>,
-        Vec<u64>,
-        Vec<Assembled>,
-        Vec<FeatureListColumn>,
-    ),
+    /// feature list of the plan's, laid out (padded).
+    Sequences(Vec<Decoded>, Vec<u64>, Vec<Assembled>, Vec<LaidList>),
 }
 
 impl Payload {
@@ -133,13 +128,13 @@ fn process(
     // partitions or counts do not fit fails here, where the error policy can skip it.
     let assembled = schema.assemble(&parsed_columns(&out))?;
     let lists = match &plan.feature_lists {
-        Some(wanted) => Some(parse_feature_lists(wanted, records)?),
+        Some(lists) => Some(lists.parse(records, true)?),
         None => None,
     };
     Ok((out, assembled, lists))
 }
 
-type Processed = (Vec<Decoded>, Vec<Assembled>, Option<Vec<FeatureListColumn>>);
+type Processed = (Vec<Decoded>, Vec<Assembled>, Option<Vec<LaidList>>);
 
 fn payload((parsed, assembled, lists): Processed, keys: Vec<u64>) -> Payload {
     match lists {
@@ -293,6 +288,7 @@ mod tests {
     #[test]
     fn sequence_examples_bring_their_feature_lists() {
         use crate::example::encode_sequence_example;
+        use crate::feature_lists::{ListKind, ListSchema, ListSpec};
         let dir = tempfile::tempdir().unwrap();
         let records: Vec<Vec<u8>> = (0..5)
             .map(|i| {
@@ -303,7 +299,12 @@ mod tests {
             .collect();
         let mut p = plan(vec![write_file(dir.path(), "a", &records)]);
         p.schema = Some(id_schema());
-        p.feature_lists = Some(Arc::new(vec![("steps".to_owned(), DType::Int64)]));
+        let steps = ListSpec {
+            key: "steps".to_owned(),
+            dtype: DType::Int64,
+            kind: ListKind::Var,
+        };
+        p.feature_lists = Some(Arc::new(ListSchema::new(vec![steps]).unwrap()));
         p.batch_size = 3;
         for workers in [0, 1] {
             p.parse_workers = workers;
