@@ -114,6 +114,7 @@ class CompiledSchema:
     def __new__(
         cls, columns: list[tuple[str, Any]], features: list[tuple[str, Any]] | None = None
     ) -> CompiledSchema: ...
+    def outputs(self, parsed: list[Any]) -> dict[str, Any]: ...
 
 @final
 class StatsPass:

@@ -3,12 +3,12 @@
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use tfrecordkit_core::{
     parse_examples as core_parse, Assembled, Assembly, Column, DType, FeatureSpec, Parsed,
     PartitionSource, Schema, SparseValues, SpecKind,
 };
-
 
 use crate::errors::IntoPyResult;
 
@@ -33,6 +33,30 @@ pub(crate) fn default_column(dtype: DType, values: &Bound<'_, PyAny>) -> PyResul
 #[pyclass(module = "tfrecordkit._core", frozen)]
 pub struct CompiledSchema {
     pub schema: Schema,
+    /// How each feature is handed to Python, in the schema's order.
+    outputs: Vec<Output>,
+}
+
+/// How a feature of a parsed batch is handed to Python.
+enum Output {
+    /// A column: an array `[batch, *shape]`, or a `Ragged` over its row splits.
+    Plain(Py<PyString>),
+    Sparse(Py<PyString>),
+    /// A `RaggedFeature`; `narrow`: its row splits are int32.
+    Ragged(Py<PyString>, bool),
+}
+
+/// `tfrecordkit.schema.values`' `Ragged` and `Sparse`, looked up once.
+static RESULTS: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+
+fn result_classes(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
+    RESULTS.get_or_try_init(py, || {
+        let module = py.import("tfrecordkit.schema.values")?;
+        Ok((
+            module.getattr("Ragged")?.unbind(),
+            module.getattr("Sparse")?.unbind(),
+        ))
+    })
 }
 
 #[pymethods]
@@ -56,15 +80,98 @@ impl CompiledSchema {
                 .collect::<PyResult<Vec<_>>>()?;
             let schema = Schema::new(out).py_err(py)?;
             let Some(features) = features else {
-                return Ok(CompiledSchema { schema });
+                let outputs = columns
+                    .iter()
+                    .map(|(key, _)| Output::Plain(PyString::intern(py, key).unbind()))
+                    .collect();
+                return Ok(CompiledSchema { schema, outputs });
             };
             let assembly = features
                 .iter()
                 .map(|(key, spec)| assembly_of(&schema, key, spec))
                 .collect::<PyResult<Vec<_>>>()?;
+            let outputs = features
+                .iter()
+                .map(|(key, spec)| {
+                    let name = PyString::intern(py, key).unbind();
+                    Ok(match spec.get_type().name()?.to_str()? {
+                        "SparseFeature" => Output::Sparse(name),
+                        "RaggedFeature" => {
+                            let splits: String = spec.getattr("row_splits_dtype")?.extract()?;
+                            Output::Ragged(name, splits == "int32")
+                        }
+                        _ => Output::Plain(name),
+                    })
+                })
+                .collect::<PyResult<_>>()?;
             Ok(CompiledSchema {
                 schema: schema.with_assembly(assembly).py_err(py)?,
+                outputs,
             })
+        })
+    }
+
+    /// The features of a batch as the native parse gives them (one entry per feature, see
+    /// `parse_examples`), as Python takes them: a dict of arrays `[batch, *shape]`, and
+    /// `Ragged` and `Sparse` values.
+    fn outputs<'py>(
+        &self,
+        py: Python<'py>,
+        parsed: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::errors::guard("CompiledSchema.outputs", || {
+            if parsed.len() != self.outputs.len() {
+                return Err(PyValueError::new_err(format!(
+                    "{} parsed features for a schema of {}",
+                    parsed.len(),
+                    self.outputs.len()
+                )));
+            }
+            let (ragged, sparse) = result_classes(py)?;
+            let (ragged, sparse) = (ragged.bind(py), sparse.bind(py));
+            let out = PyDict::new(py);
+            for (output, p) in self.outputs.iter().zip(parsed) {
+                let (key, value) = match output {
+                    Output::Plain(key) => {
+                        let (values, shape, splits): (
+                            Bound<'_, PyAny>,
+                            Bound<'_, PyAny>,
+                            Bound<'_, PyAny>,
+                        ) = p.extract()?;
+                        let value = if splits.is_none() {
+                            values.call_method1("reshape", (shape,))?
+                        } else {
+                            ragged.call1((values, splits))?
+                        };
+                        (key, value)
+                    }
+                    Output::Sparse(key) => {
+                        let (indices, values, dense_shape, _): (
+                            Bound<'_, PyAny>,
+                            Bound<'_, PyAny>,
+                            Vec<i64>,
+                            Bound<'_, PyAny>,
+                        ) = p.extract()?;
+                        let dense_shape = PyTuple::new(py, dense_shape)?;
+                        (key, sparse.call1((indices, values, dense_shape))?)
+                    }
+                    Output::Ragged(key, narrow) => {
+                        let (mut value, levels): (Bound<'_, PyAny>, Vec<Bound<'_, PyAny>>) =
+                            p.extract()?;
+                        for splits in levels.into_iter().rev() {
+                            let splits = if *narrow {
+                                splits.call_method1("astype", ("int32",))?
+                            } else {
+                                splits
+                            };
+                            value = ragged.call1((value, splits))?;
+                        }
+                        (key, value)
+                    }
+                };
+                out.set_item(key.bind(py), value)?;
+            }
+            Ok(out)
         })
     }
 }

@@ -521,19 +521,7 @@ class Schema(Mapping[str, Spec]):
     def outputs(self, parsed: list[Any]) -> dict[str, Any]:
         """The features of a parsed batch, as the native parse of :meth:`compiled` gives
         them (one entry per feature): arrays, :class:`Ragged` and :class:`Sparse`."""
-        out: dict[str, Any] = {}
-        for (key, spec), p in zip(self._specs.items(), parsed, strict=True):
-            if isinstance(spec, SparseFeature):
-                indices, values, dense_shape, _ = p
-                out[key] = Sparse(indices, values, tuple(dense_shape))
-            elif isinstance(spec, RaggedFeature):
-                values, levels = p
-                for splits in reversed(levels):
-                    values = Ragged(values, splits.astype(spec.row_splits_dtype, copy=False))
-                out[key] = values
-            else:
-                out[key] = _assemble(*p)
-        return out
+        return self.compiled().outputs(parsed)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {k: _spec_to_dict(v) for k, v in self._specs.items()}
@@ -607,12 +595,6 @@ def _columns(specs: Mapping[str, Spec]) -> dict[str, Spec]:
 
 def _as_schema(schema: Schema | Mapping[str, Any]) -> Schema:
     return schema if isinstance(schema, Schema) else Schema(schema)
-
-
-def _assemble(values: np.ndarray, shape: list[int], splits: np.ndarray | None) -> Any:
-    if splits is not None:
-        return Ragged(values, splits)
-    return values.reshape(shape)
 
 
 def parse_examples(records: Iterable[bytes], schema: Schema | Mapping[str, Any]) -> dict[str, Any]:
