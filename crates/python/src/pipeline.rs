@@ -6,8 +6,8 @@ use numpy::IntoPyArray;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use tfrecordkit_core::pipeline::compile::Order;
 use tfrecordkit_core::pipeline::elements::ElementOp;
+use tfrecordkit_core::pipeline::Order;
 use tfrecordkit_core::pipeline::{parsed_columns, Cache, Decoded, Payload, Plan};
 
 use crate::errors::IntoPyResult;

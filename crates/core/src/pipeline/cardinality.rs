@@ -2,7 +2,7 @@
 //! files, the record counts known without reading them (manifests, index sidecars), and
 //! what each stage does to a count, as tf.data's `cardinality()` reports it.
 
-use super::FileOp;
+use super::Order;
 
 /// The number of elements of a pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,21 +31,6 @@ pub enum Counted {
         size: u64,
         drop_remainder: bool,
     },
-}
-
-impl From<&FileOp> for Counted {
-    fn from(op: &FileOp) -> Counted {
-        match *op {
-            FileOp::Shuffle { .. } => Counted::Same,
-            FileOp::Shard { num_shards, index } => Counted::Shard {
-                num_shards: num_shards as u64,
-                index: index as u64,
-            },
-            FileOp::Skip(n) => Counted::Skip(n),
-            FileOp::Take(n) => Counted::Take(n),
-            FileOp::Repeat(n) => Counted::Repeat(n),
-        }
-    }
 }
 
 /// The number of elements after `ops`, from `n` before them.
@@ -96,7 +81,7 @@ const MAX_PICKS: u64 = 1 << 20;
 /// Unknown where a picked file's count is, or where shuffled files are picked in part and
 /// their counts differ: which files a pass holds then changes from pass to pass.
 pub fn picked_records(
-    file_ops: &[FileOp],
+    file_ops: &[Order],
     files: usize,
     counts: impl FnOnce() -> Vec<Option<u64>>,
 ) -> Cardinality {
@@ -105,10 +90,10 @@ pub fn picked_records(
     for op in file_ops {
         let before = picks.len();
         match *op {
-            FileOp::Shuffle { .. } => shuffled = true,
-            FileOp::Repeat(None) => endless = endless || !picks.is_empty(),
+            Order::Shuffle { .. } => shuffled = true,
+            Order::Repeat(None) => endless = endless || !picks.is_empty(),
             _ if endless => {
-                if let FileOp::Take(c) = *op {
+                if let Order::Take(c) = *op {
                     if c > MAX_PICKS {
                         return Cardinality::Unknown;
                     }
@@ -117,21 +102,21 @@ pub fn picked_records(
                     chosen = chosen || (shuffled && c as usize % before != 0);
                 }
             }
-            FileOp::Repeat(Some(c)) => {
+            Order::Repeat(Some(c)) => {
                 if (picks.len() as u64).saturating_mul(c) > MAX_PICKS {
                     return Cardinality::Unknown;
                 }
                 picks = picks.repeat(c as usize);
             }
-            FileOp::Take(c) => picks.truncate(c.min(picks.len() as u64) as usize),
-            FileOp::Skip(c) => {
+            Order::Take(c) => picks.truncate(c.min(picks.len() as u64) as usize),
+            Order::Skip(c) => {
                 picks.drain(..c.min(picks.len() as u64) as usize);
             }
-            FileOp::Shard { num_shards, index } => {
+            Order::Shard { num_shards, index } => {
                 picks = picks
                     .into_iter()
-                    .skip(index)
-                    .step_by(num_shards.max(1))
+                    .skip(usize::try_from(index).unwrap_or(usize::MAX))
+                    .step_by(usize::try_from(num_shards.max(1)).unwrap_or(usize::MAX))
                     .collect();
             }
         }
@@ -193,37 +178,37 @@ mod tests {
     fn picked_files_sum_their_known_counts() {
         let counts = || vec![Some(10), Some(20), Some(30)];
         assert_eq!(picked_records(&[], 3, counts), Known(60));
-        let shard = FileOp::Shard {
+        let shard = Order::Shard {
             num_shards: 2,
             index: 1,
         };
         assert_eq!(picked_records(&[shard], 3, counts), Known(20));
-        let twice = [FileOp::Skip(1), FileOp::Repeat(Some(2))];
+        let twice = [Order::Skip(1), Order::Repeat(Some(2))];
         assert_eq!(picked_records(&twice, 3, counts), Known(100));
         assert_eq!(
             picked_records(&[], 2, || vec![Some(1), None]),
             Unknown,
             "a file's count is not known"
         );
-        assert_eq!(picked_records(&[FileOp::Repeat(None)], 3, counts), Infinite);
-        let endless = [FileOp::Repeat(None), FileOp::Take(4)];
+        assert_eq!(picked_records(&[Order::Repeat(None)], 3, counts), Infinite);
+        let endless = [Order::Repeat(None), Order::Take(4)];
         assert_eq!(picked_records(&endless, 3, counts), Known(70));
     }
 
     #[test]
     fn shuffled_files_picked_in_part_count_only_when_alike() {
-        let shuffle = FileOp::Shuffle {
+        let shuffle = Order::Shuffle {
             buffer: 8,
             seed: None,
         };
-        let part = [shuffle.clone(), FileOp::Take(2)];
+        let part = [shuffle, Order::Take(2)];
         assert_eq!(picked_records(&part, 3, || vec![Some(5); 3]), Known(10));
         let differ = || vec![Some(5), Some(6), Some(5)];
         assert_eq!(picked_records(&part, 3, differ), Unknown);
         // Every file, in a new order: the sum.
         assert_eq!(picked_records(&[shuffle], 3, differ), Known(16));
         assert_eq!(
-            picked_records(&[FileOp::Repeat(Some(1 << 21))], 3, differ),
+            picked_records(&[Order::Repeat(Some(1 << 21))], 3, differ),
             Unknown
         );
     }

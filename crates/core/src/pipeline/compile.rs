@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::cardinality::{count_after, picked_records, Cardinality, Counted};
 use super::files::{file_order_of, FileIter};
-use super::{Cache, FileOp, ImageStage, OnError, Plan, RecordOp};
+use super::{Cache, ImageStage, OnError, Order, Plan, RecordOp};
 use crate::assemble::Assembly;
 use crate::feature_lists::ListSchema;
 use crate::image::ImageSpec;
@@ -18,31 +18,7 @@ use crate::reader::ReadOptions;
 /// Records per unit when the plan does not batch: the engine hands records on in units.
 pub const UNIT: usize = 256;
 
-/// A stage that orders, picks or repeats elements: file names before `interleave`,
-/// records after it, user elements after a `map`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    Shuffle { buffer: usize, seed: Option<u64> },
-    Shard { num_shards: u64, index: u64 },
-    Skip(u64),
-    Take(u64),
-    Repeat(Option<u64>),
-}
-
 impl Order {
-    pub fn file_op(self) -> FileOp {
-        match self {
-            Order::Shuffle { buffer, seed } => FileOp::Shuffle { buffer, seed },
-            Order::Shard { num_shards, index } => FileOp::Shard {
-                num_shards: usize::try_from(num_shards).unwrap_or(usize::MAX),
-                index: usize::try_from(index).unwrap_or(usize::MAX),
-            },
-            Order::Skip(n) => FileOp::Skip(n),
-            Order::Take(n) => FileOp::Take(n),
-            Order::Repeat(n) => FileOp::Repeat(n),
-        }
-    }
-
     pub fn record_op(self) -> RecordOp {
         match self {
             Order::Shuffle { buffer, seed } => RecordOp::Shuffle { buffer, seed },
@@ -219,7 +195,7 @@ pub struct Run {
 pub struct Compiled {
     /// The pipeline yields file names: it never reads its files.
     pub files_only: bool,
-    pub file_ops: Vec<FileOp>,
+    pub file_ops: Vec<Order>,
     pub interleave: Interleave,
     pub record_ops: Vec<RecordOp>,
     pub parsing: Parsing,
@@ -270,7 +246,7 @@ pub fn compile(files_level: bool, steps: &[Step]) -> Result<Compiled, PlanError>
             c.counted.push(step.counted());
         }
         match (&phase, step) {
-            (Phase::Files, Step::Order(o)) => c.file_ops.push(o.file_op()),
+            (Phase::Files, Step::Order(o)) => c.file_ops.push(*o),
             (Phase::Files, Step::Interleave(il)) => {
                 c.interleave = *il;
                 c.files_only = false;
@@ -444,10 +420,10 @@ impl Compiled {
     }
 
     /// The file and record stages of one consumer's run: its share first.
-    fn ops(&self, consumers: Option<Consumers>) -> (Vec<FileOp>, Vec<RecordOp>) {
+    fn ops(&self, consumers: Option<Consumers>) -> (Vec<Order>, Vec<RecordOp>) {
         let (mut files, mut records) = (self.file_ops.clone(), self.record_ops.clone());
         match consumers {
-            Some(c) if c.by_files => files.insert(0, c.shard().file_op()),
+            Some(c) if c.by_files => files.insert(0, c.shard()),
             Some(c) => records.insert(0, c.shard().record_op()),
             None => {}
         }
@@ -547,14 +523,14 @@ impl Compiled {
         let mut file_ops = self.file_ops.clone();
         let mut counted = Vec::with_capacity(self.counted.len() + 1);
         match consumers {
-            Some(c) if c.by_files => file_ops.insert(0, c.shard().file_op()),
+            Some(c) if c.by_files => file_ops.insert(0, c.shard()),
             // The file names are not split by record.
             Some(_) if self.files_only => {}
             Some(c) => counted.push(c.shard().counted()),
             None => {}
         }
         if self.files_only {
-            let picks: Vec<Counted> = file_ops.iter().map(Counted::from).collect();
+            let picks: Vec<Counted> = file_ops.iter().map(|o| o.counted()).collect();
             return count_after(Cardinality::Known(files as u64), &picks);
         }
         counted.extend_from_slice(&self.counted);
@@ -908,7 +884,7 @@ mod tests {
         });
         assert!(matches!(
             plan.file_ops[0],
-            FileOp::Shard {
+            Order::Shard {
                 num_shards: 2,
                 index: 0
             }

@@ -3,34 +3,36 @@
 
 use std::sync::Arc;
 
-use super::{mix, rng_for, FileOp};
+use super::{mix, rng_for, Order};
 
 pub(super) type FileIter = Box<dyn Iterator<Item = usize> + Send>;
 
 /// The order in which a plan reads its `n` files, for the run salted with `epoch`.
-pub fn file_order_of(ops: &[FileOp], n: usize, epoch: u64) -> FileIter {
-    let ops: Arc<[FileOp]> = ops.to_vec().into();
+pub fn file_order_of(ops: &[Order], n: usize, epoch: u64) -> FileIter {
+    let ops: Arc<[Order]> = ops.to_vec().into();
     file_order(&ops, ops.len(), n, epoch)
 }
 
-fn file_order(ops: &Arc<[FileOp]>, upto: usize, n: usize, salt: u64) -> FileIter {
+fn file_order(ops: &Arc<[Order]>, upto: usize, n: usize, salt: u64) -> FileIter {
     if upto == 0 {
         return Box::new(0..n);
     }
     let upstream = || file_order(ops, upto - 1, n, salt);
     match ops[upto - 1] {
-        FileOp::Shuffle { buffer, seed } => Box::new(ShuffleIter {
+        Order::Shuffle { buffer, seed } => Box::new(ShuffleIter {
             inner: upstream(),
             buffer: Vec::new(),
             size: buffer.max(1),
             rng: rng_for(seed, mix(salt, upto as u64)),
         }),
-        FileOp::Shard { num_shards, index } => {
-            Box::new(upstream().skip(index).step_by(num_shards.max(1)))
-        }
-        FileOp::Skip(k) => Box::new(upstream().skip(k as usize)),
-        FileOp::Take(k) => Box::new(upstream().take(k as usize)),
-        FileOp::Repeat(count) => {
+        Order::Shard { num_shards, index } => Box::new(
+            upstream()
+                .skip(usize::try_from(index).unwrap_or(usize::MAX))
+                .step_by(usize::try_from(num_shards.max(1)).unwrap_or(usize::MAX)),
+        ),
+        Order::Skip(k) => Box::new(upstream().skip(k as usize)),
+        Order::Take(k) => Box::new(upstream().take(k as usize)),
+        Order::Repeat(count) => {
             let ops = Arc::clone(ops);
             let epochs = (0..count.unwrap_or(u64::MAX))
                 .map(move |e| file_order(&ops, upto - 1, n, mix(salt, e)));
@@ -96,12 +98,12 @@ mod tests {
     use super::super::testing::{named_files, plan, records, strings};
     use super::*;
 
-    fn order(ops: &[FileOp], n: usize, epoch: u64) -> Vec<usize> {
+    fn order(ops: &[Order], n: usize, epoch: u64) -> Vec<usize> {
         file_order_of(ops, n, epoch).collect()
     }
 
-    fn shuffle(buffer: usize, seed: u64) -> FileOp {
-        FileOp::Shuffle {
+    fn shuffle(buffer: usize, seed: u64) -> Order {
+        Order::Shuffle {
             buffer,
             seed: Some(seed),
         }
@@ -121,7 +123,7 @@ mod tests {
 
     #[test]
     fn shard_takes_every_nth_file_from_its_index() {
-        let shard = |num_shards, index| FileOp::Shard { num_shards, index };
+        let shard = |num_shards, index| Order::Shard { num_shards, index };
         assert_eq!(order(&[shard(3, 0)], 8, 0), vec![0, 3, 6]);
         assert_eq!(order(&[shard(3, 1)], 8, 0), vec![1, 4, 7]);
         assert_eq!(order(&[shard(3, 2)], 8, 0), vec![2, 5]);
@@ -133,24 +135,24 @@ mod tests {
 
     #[test]
     fn skip_and_take_apply_in_sequence() {
-        assert_eq!(order(&[FileOp::Skip(2)], 5, 0), vec![2, 3, 4]);
-        assert_eq!(order(&[FileOp::Take(2)], 5, 0), vec![0, 1]);
-        assert_eq!(order(&[FileOp::Skip(9)], 5, 0), Vec::<usize>::new());
+        assert_eq!(order(&[Order::Skip(2)], 5, 0), vec![2, 3, 4]);
+        assert_eq!(order(&[Order::Take(2)], 5, 0), vec![0, 1]);
+        assert_eq!(order(&[Order::Skip(9)], 5, 0), Vec::<usize>::new());
         assert_eq!(
-            order(&[FileOp::Skip(1), FileOp::Take(3)], 8, 0),
+            order(&[Order::Skip(1), Order::Take(3)], 8, 0),
             vec![1, 2, 3]
         );
-        assert_eq!(order(&[FileOp::Take(3), FileOp::Skip(1)], 8, 0), vec![1, 2]);
+        assert_eq!(order(&[Order::Take(3), Order::Skip(1)], 8, 0), vec![1, 2]);
     }
 
     #[test]
     fn repeat_replays_the_upstream_order() {
         assert_eq!(
-            order(&[FileOp::Repeat(Some(2))], 3, 0),
+            order(&[Order::Repeat(Some(2))], 3, 0),
             vec![0, 1, 2, 0, 1, 2]
         );
-        assert_eq!(order(&[FileOp::Repeat(Some(0))], 3, 0), Vec::<usize>::new());
-        let forever: Vec<usize> = file_order_of(&[FileOp::Repeat(None)], 3, 0)
+        assert_eq!(order(&[Order::Repeat(Some(0))], 3, 0), Vec::<usize>::new());
+        let forever: Vec<usize> = file_order_of(&[Order::Repeat(None)], 3, 0)
             .take(7)
             .collect();
         assert_eq!(forever, vec![0, 1, 2, 0, 1, 2, 0]);
@@ -158,9 +160,9 @@ mod tests {
 
     #[test]
     fn repeat_of_nothing_ends() {
-        let ops = [FileOp::Take(0), FileOp::Repeat(None)];
+        let ops = [Order::Take(0), Order::Repeat(None)];
         assert_eq!(order(&ops, 3, 0), Vec::<usize>::new());
-        assert_eq!(order(&[FileOp::Repeat(None)], 0, 0), Vec::<usize>::new());
+        assert_eq!(order(&[Order::Repeat(None)], 0, 0), Vec::<usize>::new());
     }
 
     #[test]
@@ -175,7 +177,7 @@ mod tests {
         assert_ne!(next_epoch, first, "another epoch, another order");
         assert_ne!(order(&[shuffle(100, 8)], 20, 0), first, "another seed");
         let unseeded = order(
-            &[FileOp::Shuffle {
+            &[Order::Shuffle {
                 buffer: 100,
                 seed: None,
             }],
@@ -197,7 +199,7 @@ mod tests {
 
     #[test]
     fn each_repeated_pass_is_shuffled_anew() {
-        let ops = [shuffle(100, 5), FileOp::Repeat(Some(3))];
+        let ops = [shuffle(100, 5), Order::Repeat(Some(3))];
         let got = order(&ops, 10, 0);
         assert_eq!(got.len(), 30);
         let passes: Vec<&[usize]> = got.chunks(10).collect();
@@ -214,11 +216,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut p = plan(named_files(dir.path(), &[2, 2, 2, 2]));
         p.file_ops = vec![
-            FileOp::Shard {
+            Order::Shard {
                 num_shards: 2,
                 index: 1,
             },
-            FileOp::Repeat(Some(2)),
+            Order::Repeat(Some(2)),
         ];
         assert_eq!(
             records(p),

@@ -58,11 +58,13 @@ pub struct Origin {
     pub offset: u64,
 }
 
-/// How files are ordered before they are read, applied in sequence to `0..files.len()`.
-#[derive(Debug, Clone)]
-pub enum FileOp {
+/// A stage that orders, picks or repeats elements: file names before `interleave`
+/// (applied in sequence to `0..files.len()`), records after it, a user function's
+/// elements after a `map`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
     Shuffle { buffer: usize, seed: Option<u64> },
-    Shard { num_shards: usize, index: usize },
+    Shard { num_shards: u64, index: u64 },
     Skip(u64),
     Take(u64),
     Repeat(Option<u64>),
@@ -93,7 +95,7 @@ pub enum OnError {
 pub struct Plan {
     pub files: Vec<String>,
     pub read: ReadOptions,
-    pub file_ops: Vec<FileOp>,
+    pub file_ops: Vec<Order>,
     pub cycle_length: usize,
     pub block_length: usize,
     /// How many of the open files are read at once (`interleave(num_parallel_calls)`);
