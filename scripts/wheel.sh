@@ -12,8 +12,9 @@ VENV=${VENV:-.venv}
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet "maturin>=1.7,<2" "ziglang>=0.13" "auditwheel>=6"
 rm -f dist/tfrecordkit-*.whl
-# maturin finds zig through `python3 -m ziglang`, so the venv comes first on PATH.
-PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/maturin" build --release --zig \
+# maturin finds zig through `python3 -m ziglang`, so the venv comes first on PATH (made
+# absolute: VENV may be given relative or absolute).
+PATH="$(cd "$VENV/bin" && pwd):$PATH" "$VENV/bin/maturin" build --release --zig \
     --compatibility manylinux2014 --out dist
 wheel=$(ls dist/tfrecordkit-*.whl)
 # auditwheel's report goes on to say how a more compatible tag could be had ("you would
