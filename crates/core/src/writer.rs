@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::compression::{Compression, Deflater, ZlibOptions};
-use crate::crc::masked_crc32c;
+use crate::crc::{masked_crc32c, Crc32c};
 use crate::error::{Error, Result};
 
 /// Appends one framed record to `out`.
@@ -24,13 +24,13 @@ pub fn frame_record(data: &[u8], out: &mut Vec<u8>) {
 struct Checksummed {
     file: File,
     bytes: u64,
-    crc: u32,
+    crc: Crc32c,
 }
 
 impl Write for Checksummed {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.file.write(buf)?;
-        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        self.crc.update(&buf[..n]);
         self.bytes += n as u64;
         Ok(n)
     }
@@ -338,7 +338,7 @@ impl RecordWriter {
             Checksummed {
                 file,
                 bytes: 0,
-                crc: 0,
+                crc: Crc32c::default(),
             },
         );
         let sink = match compression {
@@ -523,7 +523,7 @@ impl RecordWriter {
         };
         let done = sink.finish().and_then(|c| {
             c.file.sync_all()?;
-            Ok((c.bytes, c.crc))
+            Ok((c.bytes, c.crc.value()))
         });
         if let (Ok((bytes, _)), Some(_)) = (&done, self.member_bytes) {
             if let Err(e) = self.end_member(*bytes) {
