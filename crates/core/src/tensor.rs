@@ -227,6 +227,31 @@ pub struct Stacked {
     pub dims: Vec<i64>,
     pub data: Vec<u8>,
     pub strings: Vec<Vec<u8>>,
+    /// Bytes filled in so far that no record holds (repeated last values), across the
+    /// whole stack: at most [`MAX_FILL`].
+    pub filled: usize,
+}
+
+impl Stacked {
+    /// Counts `bytes` more filled in, or refuses them past [`MAX_FILL`] for the stack.
+    fn fill(&mut self, bytes: usize, what: impl FnOnce() -> String) -> Result<()> {
+        match self.filled.checked_add(bytes).filter(|&f| f <= MAX_FILL) {
+            Some(f) => {
+                self.filled = f;
+                Ok(())
+            }
+            None => Err(bad(format!(
+                "{}, more than the {MAX_FILL} bytes filled in for a stack (parse fewer at once)",
+                what()
+            ))),
+        }
+    }
+}
+
+/// What one filled-in string costs in memory: its `Vec` and, when not empty, the
+/// allocator's block for its bytes.
+fn string_cost(len: usize) -> usize {
+    std::mem::size_of::<Vec<u8>>() + if len == 0 { 0 } else { len.saturating_add(32) }
 }
 
 /// Decodes serialized tensors of `dtype` and one shape into one stack, in order.
@@ -241,8 +266,10 @@ pub fn parse_tensors(records: &[&[u8]], dtype: TensorDType) -> Result<Stacked> {
             e.with_record(i as u64)
         })?;
         if i == 0 {
-            // The rest are most likely the same size.
-            out.data.reserve(out.data.len() * (records.len() - 1));
+            // The rest are most likely the same size; what the record holds, not what a
+            // shape filled in, sizes the room for them.
+            out.data
+                .reserve(out.data.len().min(buf.len()) * (records.len() - 1));
         }
     }
     Ok(out)
@@ -291,13 +318,12 @@ fn parse_into(buf: &[u8], dtype: TensorDType, first: bool, out: &mut Stacked) ->
     values_into(buf, dtype, n, &mut out.data)?;
     let given = (out.data.len() - start) / size;
     if n > given {
-        if n.saturating_mul(size) > MAX_FILL {
-            return Err(bad(format!(
-                "its shape {:?} asks for {n} elements from {given} values, more than the \
-                 {MAX_FILL} bytes filled in",
+        out.fill((n - given).saturating_mul(size), || {
+            format!(
+                "its shape {:?} asks for {n} elements from {given} values",
                 h.dims
-            )));
-        }
+            )
+        })?;
         let fill = if given == 0 {
             vec![0u8; size]
         } else {
@@ -398,13 +424,9 @@ fn strings_into(buf: &[u8], h: &Header<'_>, n: usize, out: &mut Stacked) -> Resu
     let given = out.strings.len() - start;
     if n > given {
         let fill = out.strings[start..].last().cloned().unwrap_or_default();
-        if (n - given).saturating_mul(fill.len() + 32) > MAX_FILL {
-            return Err(bad(format!(
-                "its shape {:?} asks for {n} strings from {given}, more than the {MAX_FILL} \
-                 bytes filled in",
-                h.dims
-            )));
-        }
+        out.fill((n - given).saturating_mul(string_cost(fill.len())), || {
+            format!("its shape {:?} asks for {n} strings from {given}", h.dims)
+        })?;
         out.strings.resize(start + n, fill);
     }
     Ok(())
@@ -558,5 +580,45 @@ mod tests {
         let slices: Vec<&[u8]> = two.iter().map(Vec::as_slice).collect();
         let err = parse_tensors(&slices, TensorDType::Int32).unwrap_err();
         assert_eq!(err.record_index, Some(1));
+    }
+
+    #[test]
+    fn filling_in_is_bounded_for_the_whole_stack() {
+        // One string repeated 2M times costs about 120 MB filled in: one such tensor
+        // parses, three stacked would pass the bound and are refused at the one that does.
+        let one = proto(7, &[2 << 20], &[(8, b"xy".to_vec())]);
+        let got = parse(&one, TensorDType::String).unwrap();
+        assert_eq!(got.strings.len(), 2 << 20);
+        assert!(got.filled <= MAX_FILL);
+        let three = [one.as_slice(), one.as_slice(), one.as_slice()];
+        let err = parse_tensors(&three, TensorDType::String).unwrap_err();
+        assert_eq!(err.record_index, Some(2), "{err}");
+        assert!(err.message.contains("filled in for a stack"), "{err}");
+        // The same for numbers: 40M float32 from one value is 160 MB, two are refused.
+        let one = proto(1, &[40 << 20], &[(5, vec![0, 0, 128, 63])]);
+        assert_eq!(
+            parse(&one, TensorDType::Float32).unwrap().filled,
+            4 * (40 << 20) - 4
+        );
+        let err = parse_tensors(&[&one, &one], TensorDType::Float32).unwrap_err();
+        assert_eq!(err.record_index, Some(1), "{err}");
+    }
+
+    #[test]
+    fn fuzzed_string_stack_stays_bounded() {
+        // Found by the tensor_parse fuzz target: string tensors whose shapes ask for
+        // millions of copies of a short string, three in one stack.
+        let data: &[u8] = &[
+            8, 7, 8, 7, 18, 8, 18, 2, 8, 2, 18, 2, 8, 7, 18, 8, 18, 2, 8, 2, 18, 2, 8, 97, 66, 0,
+            66, 3, 120, 121, 2, 18, 8, 18, 2, 8, 2, 18, 2, 8, 7, 18, 8, 18, 2, 8, 2, 18, 2, 8, 97,
+            66, 0, 66, 3, 120, 121, 2, 66, 1, 97, 66, 0, 66, 3, 97, 66, 0, 66, 3, 120, 121, 2, 66,
+            1, 97, 66, 0, 66, 3, 120, 121, 113,
+        ];
+        let (a, b) = data.split_at(data.len() / 2);
+        for stack in [vec![data], vec![a, b, data]] {
+            if let Ok(got) = parse_tensors(&stack, TensorDType::String) {
+                assert!(got.filled <= MAX_FILL);
+            }
+        }
     }
 }
