@@ -136,3 +136,55 @@ def test_indexed_reads_name_damage_in_a_large_record(mixed):
     path.write_bytes(bytes(data))
     with pytest.raises(tfr.DataLossError):
         tfr.IndexedDataset(path)[big]
+
+
+def _two_files(tmp_path) -> tuple[list, list[bytes]]:
+    """Small records, then large ones mixed with small (the reader starts reading ahead
+    and meets its first large record in the first file), then a second such file."""
+    rng = np.random.default_rng(5)
+    small = [rng.bytes(int(n)) for n in rng.integers(0, 300, 40)]
+    paths, records = [], []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.tfrecord"
+        these = small + _records(len(paths))
+        with tfr.RecordWriter(path) as w:
+            w.write_many(these)
+        paths.append(path)
+        records += these
+    return paths, records
+
+
+@pytest.mark.parametrize(("batch_size", "batch_bytes"), [(7, 300_000), (1024, 4 << 20), (3, 1)])
+def test_batches_of_large_records_keep_their_bounds(tmp_path, batch_size, batch_bytes):
+    # Read ahead until the first large record, then each straight into its bytes: the
+    # batches are those the bounds make, whichever way each record was read.
+    paths, records = _two_files(tmp_path)
+    report = tfr.ReadReport()
+    batches = list(tfr.read_batches(paths, batch_size, batch_bytes=batch_bytes, report=report))
+    assert [r for b in batches for r in b] == records
+    assert all(type(r) is bytes for b in batches for r in b)
+    for batch in batches[:-1]:
+        full = len(batch) == batch_size or sum(map(len, batch)) >= batch_bytes
+        assert full and sum(map(len, batch[:-1])) < batch_bytes
+    assert report.records == len(records)
+
+
+def test_damage_in_a_large_record_read_in_place_is_named_and_skipped(tmp_path):
+    paths, records = _two_files(tmp_path)
+    per_file = len(records) // 2
+    big = 40 + SIZES.index(1_000_003)
+    at = _offsets(records[:per_file])[big]
+    data = bytearray(paths[1].read_bytes())
+    data[at + 12 + 999_000] ^= 0x10
+    paths[1].write_bytes(bytes(data))
+    got = []
+    with pytest.raises(tfr.CorruptRecordError, match="checksum") as info:
+        for batch in tfr.read_batches(paths, 5):
+            got += batch
+    assert (info.value.path, info.value.record_index) == (str(paths[1]), big)
+    assert info.value.offset == at
+    assert got == records[: per_file + big]
+    report = tfr.ReadReport()
+    got = [r for b in tfr.read_batches(paths, 5, on_error="skip", report=report) for r in b]
+    assert got == records[: per_file + big] + records[per_file + big + 1 :]
+    assert (report.records, report.skipped) == (len(records) - 1, 1)

@@ -7,7 +7,7 @@ use std::thread;
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::multi::MultiFileReader;
+use crate::multi::{LargeRecords, LeaveLarge, MultiFileReader};
 use crate::reader::RecordBatch;
 
 /// Batches read ahead of the consumer: at most one waiting and one being read, besides
@@ -22,6 +22,8 @@ pub struct BatchesAhead {
     ended: bool,
     /// The process whose thread reads: a forked child has the reader but not the thread.
     owner: u32,
+    /// The reader, handed back at a large record (see [`BatchesAhead::until_large`]).
+    handed_back: Option<Box<MultiFileReader>>,
 }
 
 /// A batch as the reading thread left it, with what locates its records.
@@ -30,12 +32,32 @@ struct Ahead {
     result: Result<()>,
     runs: Vec<(usize, u64, u64)>,
     opened: usize,
+    /// The reader itself, once the batch ends before a large record.
+    reader: Option<Box<MultiFileReader>>,
 }
 
 impl BatchesAhead {
     /// Reads `reader` in batches of up to `max_records` records and `max_bytes` bytes (as
     /// [`MultiFileReader::read_batch`] reads them) on a thread of its own.
-    pub fn new(mut reader: MultiFileReader, max_records: usize, max_bytes: usize) -> Self {
+    pub fn new(reader: MultiFileReader, max_records: usize, max_bytes: usize) -> Self {
+        Self::start(reader, max_records, max_bytes, false)
+    }
+
+    /// As [`BatchesAhead::new`], until a record of at least
+    /// [`DIRECT_MIN`](crate::reader::DIRECT_MIN) bytes: the batch then ends before it, and
+    /// the reader comes back ([`BatchesAhead::take_reader`]) for the consumer to read such
+    /// records straight into buffers of its own, one copy each; a copy made here would be
+    /// a second.
+    pub fn until_large(reader: MultiFileReader, max_records: usize, max_bytes: usize) -> Self {
+        Self::start(reader, max_records, max_bytes, true)
+    }
+
+    fn start(
+        mut reader: MultiFileReader,
+        max_records: usize,
+        max_bytes: usize,
+        until_large: bool,
+    ) -> Self {
         let paths = reader.paths().to_vec();
         let (tx, batches) = bounded::<Ahead>(1);
         let (spent, reuse) = bounded::<RecordBatch>(2);
@@ -45,9 +67,22 @@ impl BatchesAhead {
                 let mut batch = reuse.try_recv().unwrap_or_default();
                 batch.clear();
                 let result = Error::catch("the batch read-ahead thread", || {
-                    reader.read_batch(&mut batch, max_records, max_bytes)
+                    let mut leave = LeaveLarge;
+                    let sink: Option<&mut dyn LargeRecords> = until_large.then_some(&mut leave);
+                    reader.read_batch_with(&mut batch, max_records, max_bytes, sink)
                 })
                 .and_then(|r| r);
+                if batch.before_large {
+                    let runs = reader.batch_runs().to_vec();
+                    let _ = tx.send(Ahead {
+                        batch,
+                        result,
+                        runs,
+                        opened: reader.opened(),
+                        reader: Some(Box::new(reader)),
+                    });
+                    return;
+                }
                 let end = result.is_ok() && batch.is_empty();
                 let broken = matches!(&result, Err(e) if e.kind == ErrorKind::Internal);
                 // An error comes alone, and the runs the reader holds then are older.
@@ -61,6 +96,7 @@ impl BatchesAhead {
                     result,
                     runs,
                     opened: reader.opened(),
+                    reader: None,
                 };
                 if tx.send(ahead).is_err() || end || broken {
                     return;
@@ -75,6 +111,7 @@ impl BatchesAhead {
                     result: Err(Error::io(e, None)),
                     runs: Vec::new(),
                     opened: 0,
+                    reader: None,
                 });
                 rx
             }
@@ -88,7 +125,15 @@ impl BatchesAhead {
             shape: (max_records, max_bytes),
             ended: false,
             owner: std::process::id(),
+            handed_back: None,
         }
+    }
+
+    /// The reader, once a batch ended before a large record (see
+    /// [`BatchesAhead::until_large`]): it goes on from there, and this hands out no more
+    /// batches. Its counts are those of every record handed out.
+    pub fn take_reader(&mut self) -> Option<Box<MultiFileReader>> {
+        self.handed_back.take()
     }
 
     /// The `(max_records, max_bytes)` every batch is read with.
@@ -124,10 +169,12 @@ impl BatchesAhead {
             result,
             runs,
             opened,
+            reader,
         } = ahead;
-        if result.is_ok() && batch.is_empty() {
+        if (result.is_ok() && batch.is_empty()) || reader.is_some() {
             self.ended = true;
         }
+        self.handed_back = reader;
         self.delivered.resize(opened.max(self.delivered.len()), 0);
         for &(file, _, n) in &runs {
             self.delivered[file] += n;

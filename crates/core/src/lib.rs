@@ -11,6 +11,7 @@ pub mod error;
 pub mod example;
 pub mod feature_lists;
 pub mod image;
+pub mod memory;
 pub mod multi;
 pub mod parse;
 pub mod pipeline;

@@ -18,6 +18,26 @@ pub trait LargeRecords {
     fn ends_batch(&self) -> bool {
         false
     }
+    /// Whether large records are left unread instead: the batch ends before one (noted in
+    /// `RecordBatch::before_large`), for a reader that has buffers of its own to take it.
+    fn leaves(&self) -> bool {
+        false
+    }
+}
+
+/// Leaves every large record unread, ending the batch before it.
+pub(crate) struct LeaveLarge;
+
+impl LargeRecords for LeaveLarge {
+    fn buffer(&mut self, _len: usize) -> Result<&mut [u8]> {
+        Err(Error::invalid("large records are left unread here"))
+    }
+
+    fn discard(&mut self) {}
+
+    fn leaves(&self) -> bool {
+        true
+    }
 }
 
 /// Reads the records of several files in order, in batches.
@@ -117,7 +137,8 @@ impl MultiFileReader {
         self.read_batch_with(out, max_records, max_bytes, None)
     }
 
-    /// As [`MultiFileReader::read_batch`]; with `large`, records of at least
+    /// As [`MultiFileReader::read_batch`], adding to the records already in `out` up to
+    /// the same bounds; with `large`, records of at least
     /// [`DIRECT_MIN`](crate::reader::DIRECT_MIN) bytes are read straight into buffers
     /// `large` makes, one per record (noted in `out.large`), instead of `out.data`.
     pub fn read_batch_with(
@@ -130,7 +151,10 @@ impl MultiFileReader {
         if let Some(e) = self.pending.take() {
             return Err(e);
         }
-        self.batch_runs.clear();
+        if out.is_empty() {
+            // The runs are those of `out`'s records: a call that adds to a batch adds to them.
+            self.batch_runs.clear();
+        }
         while out.len() < max_records && out.data.len() + out.large_bytes < max_bytes {
             if self.current.is_none() {
                 if self.next_file == self.paths.len() {
@@ -153,6 +177,10 @@ impl MultiFileReader {
                 continue;
             }
             let got = match reader.next_or_large(&mut out.data, large.is_some()) {
+                Ok(Next::Large(_)) if large.as_deref().is_some_and(|l| l.leaves()) => {
+                    out.before_large = true;
+                    break;
+                }
                 Ok(Next::Large(len)) => {
                     let sink = large.as_deref_mut().expect("claimed only with a sink");
                     let read = match sink.buffer(len as usize) {

@@ -167,6 +167,7 @@ fn large_at(
     large: &mut dyn LargeRecords,
 ) -> Result<()> {
     use std::io::{Seek, SeekFrom};
+    crate::memory::keep_freed_buffers();
     let header = read_range_of(file, size, path, offset, 12)?;
     let damaged = |e: Error| e.with_path(path).with_offset(offset);
     let len = u64::from_le_bytes(header[..8].try_into().expect("8 bytes"));

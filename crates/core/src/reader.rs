@@ -596,6 +596,9 @@ impl<R: Read> RecordReader<R> {
         if !self.body_arrived(len)? {
             return Ok(Next::End);
         }
+        if len >= DIRECT_MIN {
+            crate::memory::keep_freed_buffers();
+        }
         if len < DIRECT_MIN || self.resync || self.follow {
             // Resync rescans damaged records, so it keeps them in the buffer.
             let data = self.buffered_body(len)?;
@@ -717,6 +720,9 @@ pub struct RecordBatch {
     pub large: Vec<usize>,
     /// Their bytes.
     pub large_bytes: usize,
+    /// Whether the batch ended before a large record that was left unread (see
+    /// [`LargeRecords::leaves`](crate::multi::LargeRecords::leaves)).
+    pub before_large: bool,
 }
 
 impl RecordBatch {
@@ -733,6 +739,7 @@ impl RecordBatch {
         self.ends.clear();
         self.large.clear();
         self.large_bytes = 0;
+        self.before_large = false;
     }
 
     pub fn push(&mut self, record: &[u8]) {

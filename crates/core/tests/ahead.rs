@@ -107,3 +107,43 @@ fn a_missing_file_is_an_error_in_its_place() {
     ahead.next_batch(&mut batch).unwrap();
     assert!(batch.is_empty(), "the end stays the end");
 }
+
+#[test]
+fn until_large_hands_the_reader_back_before_the_first_large_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = vec![7u8; tfrecordkit_core::reader::DIRECT_MIN as usize];
+    let mut first = records(10, 0);
+    first.push(big.clone());
+    first.extend(records(3, 5));
+    let a = write_file(dir.path(), "a", &first);
+    let mut ahead = BatchesAhead::until_large(
+        MultiFileReader::new(vec![a.clone()], ReadOptions::default(), None),
+        4,
+        usize::MAX,
+    );
+    let mut batch = RecordBatch::default();
+    let mut got = Vec::new();
+    let mut reader = loop {
+        ahead.next_batch(&mut batch).unwrap();
+        got.extend(batch.iter().map(<[u8]>::to_vec));
+        if let Some(reader) = ahead.take_reader() {
+            assert!(batch.before_large && batch.len() == 2, "10 = 4 + 4 + 2");
+            break reader;
+        }
+        assert!(!batch.is_empty(), "the large record is met before the end");
+    };
+    // Nothing more comes from the thread; the reader goes on at the large record, and
+    // adds to the batch in hand, its runs included.
+    ahead.next_batch(&mut RecordBatch::default()).unwrap();
+    reader.read_batch(&mut batch, 4, usize::MAX).unwrap();
+    got.extend(batch.iter().skip(2).map(<[u8]>::to_vec));
+    assert_eq!(batch.len(), 4);
+    assert_eq!(reader.origin_in_batch(1), Some((a.as_str(), 9)));
+    assert_eq!(reader.origin_in_batch(2), Some((a.as_str(), 10)));
+    batch.clear();
+    reader.read_batch(&mut batch, 100, usize::MAX).unwrap();
+    got.extend(batch.iter().map(<[u8]>::to_vec));
+    assert_eq!(got, first);
+    let counted: Vec<u64> = reader.delivered().map(|(_, n)| n).collect();
+    assert_eq!(counted, vec![first.len() as u64]);
+}

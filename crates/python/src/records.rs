@@ -31,6 +31,8 @@ fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compre
 struct BytesSink {
     /// Each object made, with the address of its contents.
     made: Vec<(Py<PyBytes>, usize)>,
+    /// Whether each large record ends its batch.
+    one_by_one: bool,
 }
 
 impl LargeRecords for BytesSink {
@@ -67,9 +69,7 @@ impl LargeRecords for BytesSink {
     }
 
     fn ends_batch(&self) -> bool {
-        // Handed out one at a time, each takes the memory the one before gave back. Many
-        // fresh objects at once would each touch pages just mapped for them.
-        true
+        self.one_by_one
     }
 }
 
@@ -80,6 +80,9 @@ pub struct RecordReader {
     batch: RecordBatch,
     /// Whether batches (without `one_by_one`) are read ahead, on a thread of their own.
     ahead: bool,
+    /// Whether the reading thread handed the reader back at a large record: batches of
+    /// `bytes` are read in place from then on.
+    handed_back: bool,
 }
 
 enum Reading {
@@ -119,6 +122,42 @@ impl RecordReader {
             }
             Reading::Moving => unreachable!("a reader is always reading"),
         }
+    }
+
+    /// Reads the next batch ahead of the caller into `self.batch` (once the reader was
+    /// handed back at a large record, nothing: `self.batch` is left empty for the caller
+    /// to read in place).
+    fn next_batch_until_large(
+        &mut self,
+        py: Python<'_>,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> PyResult<()> {
+        self.batch.clear();
+        if let Reading::Now(_) = self.inner {
+            if self.handed_back {
+                return Ok(());
+            }
+            let Reading::Now(reader) = std::mem::replace(&mut self.inner, Reading::Moving) else {
+                unreachable!()
+            };
+            let ahead = BatchesAhead::until_large(*reader, max_records, max_bytes);
+            self.inner = Reading::Ahead(ahead);
+        }
+        let Reading::Ahead(ahead) = &mut self.inner else {
+            unreachable!("a reader that reads ahead")
+        };
+        if ahead.shape() != (max_records, max_bytes) {
+            return Err(PyValueError::new_err(
+                "a reader that reads ahead reads every batch with the same sizes",
+            ));
+        }
+        let read = py.detach(|| ahead.next_batch(&mut self.batch));
+        if let Some(reader) = ahead.take_reader() {
+            self.inner = Reading::Now(reader);
+            self.handed_back = true;
+        }
+        read.py_err(py)
     }
 
     fn origin(&self, i: u64) -> Option<(&str, u64)> {
@@ -170,6 +209,7 @@ impl RecordReader {
                 inner: Reading::Now(Box::new(inner)),
                 batch: RecordBatch::default(),
                 ahead: ahead && !follow,
+                handed_back: false,
             })
         })
     }
@@ -186,22 +226,34 @@ impl RecordReader {
         one_by_one: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         crate::errors::guard("RecordReader.read_batch", || {
-            let mut sink = BytesSink::default();
-            if one_by_one {
-                let RecordReader { inner, batch, .. } = self;
-                let Reading::Now(inner) = inner else {
+            let max_records = max_records.max(1);
+            let mut sink = BytesSink {
+                one_by_one,
+                ..BytesSink::default()
+            };
+            self.batch.clear();
+            if self.ahead && !one_by_one {
+                // Read ahead until a large record: from there on each is read here,
+                // straight into its bytes object.
+                self.next_batch_until_large(py, max_records, max_bytes)?;
+            }
+            let RecordReader { inner, batch, .. } = self;
+            match inner {
+                Reading::Ahead(_) if one_by_one => {
                     return Err(PyValueError::new_err(
                         "a reader that reads ahead hands out whole batches",
                     ));
-                };
-                batch.clear();
-                py.detach(|| {
-                    let sink: Option<&mut dyn LargeRecords> = Some(&mut sink);
-                    inner.read_batch_with(batch, max_records.max(1), max_bytes, sink)
-                })
-                .py_err(py)?;
-            } else {
-                self.next_batch(py, max_records.max(1), max_bytes)?;
+                }
+                // Read in place: the whole batch, or (handed back at a large record) the
+                // rest of the one read ahead.
+                Reading::Now(inner) => {
+                    py.detach(|| {
+                        let sink: Option<&mut dyn LargeRecords> = Some(&mut sink);
+                        inner.read_batch_with(batch, max_records, max_bytes, sink)
+                    })
+                    .py_err(py)?;
+                }
+                _ => {}
             }
             let batch = &self.batch;
             let mut made = sink.made.into_iter().map(|(b, _)| b.into_bound(py));
