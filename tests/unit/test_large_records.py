@@ -188,3 +188,77 @@ def test_damage_in_a_large_record_read_in_place_is_named_and_skipped(tmp_path):
     got = [r for b in tfr.read_batches(paths, 5, on_error="skip", report=report) for r in b]
     assert got == records[: per_file + big] + records[per_file + big + 1 :]
     assert (report.records, report.skipped) == (len(records) - 1, 1)
+
+
+def _example_files(tmp_path, damage: bool = False) -> tuple[list, list[dict]]:
+    """Examples with a bytes feature of a few bytes to 1 MB and an int label: small ones
+    first (read ahead), then large ones mixed with small (each parsed as it is read)."""
+    rng = np.random.default_rng(9)
+    paths, rows = [], []
+    for name in ("a", "b"):
+        sizes = [int(n) for n in rng.integers(0, 200, 30)] + SIZES
+        these = [{"blob": rng.bytes(n), "label": i} for i, n in enumerate(sizes)]
+        path = tmp_path / f"{name}.tfrecord"
+        with tfr.RecordWriter(path) as w:
+            w.write_many(tfr.encode_example(r) for r in these)
+        paths.append(path)
+        rows += these
+    return paths, rows
+
+
+SCHEMA = {"blob": tfr.FixedLen([], "bytes"), "label": tfr.FixedLen([], "int64")}
+
+
+@pytest.mark.parametrize(("batch_size", "batch_bytes"), [(7, 300_000), (1024, 4 << 20), (2, 1)])
+def test_examples_with_large_values_parse_as_they_are_read(tmp_path, batch_size, batch_bytes):
+    paths, rows = _example_files(tmp_path)
+    report = tfr.ReadReport()
+    batches = list(
+        tfr.read_examples(paths, SCHEMA, batch_size, batch_bytes=batch_bytes, report=report)
+    )
+    assert [v for b in batches for v in b["blob"]] == [r["blob"] for r in rows]
+    assert [int(v) for b in batches for v in b["label"]] == [r["label"] for r in rows]
+    assert all(len(b["label"]) <= batch_size for b in batches)
+    assert report.records == len(rows)
+    table = tfr.read_arrow(paths, SCHEMA, batch_size=batch_size, batch_bytes=batch_bytes)
+    table = table.read_all()
+    assert table.column("blob").to_pylist() == [r["blob"] for r in rows]
+    assert table.column("label").to_pylist() == [r["label"] for r in rows]
+
+
+def test_a_bad_example_among_large_ones_is_named(tmp_path):
+    paths, _ = _example_files(tmp_path)
+    # A record of the second file that is no Example: named by its file and index.
+    records = list(tfr.read_records(paths[1]))
+    bad = 30 + SIZES.index(131_072)
+    records[bad] = b"\xff" * 70_000
+    with tfr.RecordWriter(paths[1]) as w:
+        w.write_many(records)
+    with pytest.raises(tfr.ExampleDecodeError) as info:
+        for _ in tfr.read_arrow(paths, SCHEMA, batch_size=5):
+            pass
+    assert (info.value.path, info.value.record_index) == (str(paths[1]), bad)
+
+
+def test_damage_in_a_large_example_is_skipped_with_its_neighbours_kept(tmp_path):
+    paths, rows = _example_files(tmp_path)
+    per_file = len(rows) // 2
+    big = 30 + SIZES.index(1_000_003)
+    records = list(tfr.read_records(paths[0]))
+    at = _offsets(records)[big]
+    data = bytearray(paths[0].read_bytes())
+    data[at + 12 + 900_000] ^= 0x08
+    paths[0].write_bytes(bytes(data))
+    with pytest.raises(tfr.CorruptRecordError) as info:
+        list(tfr.read_examples(paths, SCHEMA, 5))
+    assert (info.value.path, info.value.record_index, info.value.offset) == (
+        str(paths[0]),
+        big,
+        at,
+    )
+    report = tfr.ReadReport()
+    batches = list(tfr.read_examples(paths, SCHEMA, 5, on_error="skip", report=report))
+    kept = rows[:big] + rows[big + 1 :]
+    assert [v for b in batches for v in b["blob"]] == [r["blob"] for r in kept]
+    assert (report.records, report.skipped) == (len(rows) - 1, 1)
+    assert per_file == 30 + len(SIZES)

@@ -35,7 +35,8 @@ pub use example::{
 };
 pub use multi::{count_records, index_records, parse_index_table, LargeRecords, MultiFileReader};
 pub use parse::{
-    parse_examples, Column, DType, FeatureSpec, Parsed, Schema, SpecKind, MAX_FILL, MAX_VALUES,
+    parse_examples, Column, DType, ExampleParser, FeatureSpec, Parsed, Schema, SpecKind, MAX_FILL,
+    MAX_VALUES,
 };
 pub use positional::{
     member_records, read_member, read_record_at, read_records_at, read_records_at_with,

@@ -25,6 +25,28 @@ pub trait LargeRecords {
     }
 }
 
+/// One buffer that every large record is read into, in turn.
+struct Scratch {
+    buf: Vec<u8>,
+    /// The length of the record in it.
+    len: usize,
+}
+
+impl LargeRecords for Scratch {
+    fn buffer(&mut self, len: usize) -> Result<&mut [u8]> {
+        if self.buf.len() < len {
+            // Grown to the largest record so far and kept: filled again, never zeroed again.
+            self.buf.resize(len, 0);
+        }
+        self.len = len;
+        Ok(&mut self.buf[..len])
+    }
+
+    fn discard(&mut self) {
+        self.len = 0;
+    }
+}
+
 /// Leaves every large record unread, ending the batch before it.
 pub(crate) struct LeaveLarge;
 
@@ -50,6 +72,8 @@ pub struct MultiFileReader {
     next_file: usize,
     current: Option<SourceReader>,
     pending: Option<Error>,
+    /// The buffer [`MultiFileReader::read_each`] reads each large record into.
+    scratch: Vec<u8>,
     /// Records delivered from each file so far.
     delivered: Vec<u64>,
     /// The runs of records in the last batch: (file, index in the file of its first
@@ -68,6 +92,7 @@ impl MultiFileReader {
             next_file: 0,
             current: None,
             pending: None,
+            scratch: Vec::new(),
             delivered: Vec::new(),
             batch_runs: Vec::new(),
         }
@@ -228,6 +253,61 @@ impl MultiFileReader {
             }
         }
         Ok(())
+    }
+
+    /// Reads records one at a time, each into one buffer that is used again for the next,
+    /// and hands each to `each` while it is still in cache: a batch of large records is
+    /// then read from memory once, where gathering it first would read it twice. Stops at
+    /// `max_records` records or past `max_bytes`, counting those already in `out`; the
+    /// records read here are counted in `out` (its runs locate them), their bytes not
+    /// kept. Errors as for [`MultiFileReader::read_batch`]; an error of `each` is returned
+    /// as it is, after the record was counted.
+    pub fn read_each(
+        &mut self,
+        out: &mut RecordBatch,
+        max_records: usize,
+        max_bytes: usize,
+        each: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut scratch = Scratch {
+            buf: std::mem::take(&mut self.scratch),
+            len: 0,
+        };
+        let mut bytes = out.data.len() + out.large_bytes;
+        let result = loop {
+            let before = out.len();
+            if before >= max_records || bytes >= max_bytes {
+                break Ok(());
+            }
+            let start = out.data.len();
+            if let Err(e) = self.read_batch_with(out, before + 1, usize::MAX, Some(&mut scratch)) {
+                break Err(e);
+            }
+            if out.len() == before {
+                // The end, or an error kept for the next call.
+                break Ok(());
+            }
+            let large = out.large.last() == Some(&before);
+            let record = if large {
+                &scratch.buf[..scratch.len]
+            } else {
+                &out.data[start..]
+            };
+            bytes += record.len();
+            let handed = each(record);
+            // Counted, not kept: the record reads as empty from `out`.
+            if large {
+                out.large.pop();
+                out.large_bytes -= scratch.len;
+            }
+            out.data.truncate(start);
+            *out.ends.last_mut().expect("the record just read") = start;
+            if let Err(e) = handed {
+                break Err(e);
+            }
+        };
+        self.scratch = scratch.buf;
+        result
     }
 
     fn defer(&mut self, out: &RecordBatch, e: Error) -> Result<()> {

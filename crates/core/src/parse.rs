@@ -822,34 +822,97 @@ fn parse_run<'r, I>(schema: &Schema, records: I, first_index: usize) -> Result<A
 where
     I: ExactSizeIterator<Item = &'r [u8]>,
 {
-    let n_specs = schema.specs.len();
-    let n = records.len();
-    let mut acc = Acc {
-        values: schema
-            .specs
-            .iter()
-            .map(|s| {
-                let wanted = n.saturating_mul(s.stride().max(1));
-                Column::with_capacity(s.dtype, wanted.min(RESERVE_CAP))
-            })
-            .collect(),
-        counts: schema
-            .specs
-            .iter()
-            .map(|s| match s.kind {
-                SpecKind::FixedLen { .. } => Vec::new(),
-                _ => Vec::with_capacity(n),
-            })
-            .collect(),
-        filled: 0,
-    };
-    let mut state = RecordState::new(n_specs);
-    let mut order = KeyOrder { order: Vec::new() };
-    for (i, record) in records.enumerate() {
-        parse_record(schema, record, &mut state, &mut order, &mut acc)
-            .map_err(|e| e.with_record((first_index + i) as u64))?;
+    let mut parser = ExampleParser::new(schema, records.len());
+    parser.first_index = first_index;
+    for record in records {
+        parser.push(record)?;
     }
-    Ok(acc)
+    Ok(parser.acc)
+}
+
+/// Parses Examples handed over one at a time into a batch's columns, for a reader that
+/// reads each record into one buffer and parses it while it is still in cache, instead
+/// of gathering the batch's records first.
+pub struct ExampleParser<'s> {
+    schema: &'s Schema,
+    acc: Acc,
+    state: RecordState,
+    order: KeyOrder,
+    records: usize,
+    first_index: usize,
+}
+
+impl<'s> ExampleParser<'s> {
+    /// A parser with room for about `records` records.
+    pub fn new(schema: &'s Schema, records: usize) -> Self {
+        let acc = Acc {
+            values: schema
+                .specs
+                .iter()
+                .map(|s| {
+                    let wanted = records.saturating_mul(s.stride().max(1));
+                    Column::with_capacity(s.dtype, wanted.min(RESERVE_CAP))
+                })
+                .collect(),
+            counts: schema
+                .specs
+                .iter()
+                .map(|s| match s.kind {
+                    SpecKind::FixedLen { .. } => Vec::new(),
+                    _ => Vec::with_capacity(records.min(RESERVE_CAP)),
+                })
+                .collect(),
+            filled: 0,
+        };
+        ExampleParser {
+            schema,
+            acc,
+            state: RecordState::new(schema.specs.len()),
+            order: KeyOrder { order: Vec::new() },
+            records: 0,
+            first_index: 0,
+        }
+    }
+
+    /// Room for `bytes` more bytes of values in each bytes column, so that large values
+    /// are copied in once rather than again each time a column doubles.
+    pub fn reserve_bytes(&mut self, bytes: usize) {
+        for column in &mut self.acc.values {
+            if let Column::Bytes { data, .. } = column {
+                // A hint: where the memory cannot be had, the column grows as values come.
+                let _ = data.try_reserve(bytes);
+            }
+        }
+    }
+
+    /// Parses the next record; an error names its index among the records pushed.
+    pub fn push(&mut self, record: &[u8]) -> Result<()> {
+        let index = self.first_index + self.records;
+        parse_record(
+            self.schema,
+            record,
+            &mut self.state,
+            &mut self.order,
+            &mut self.acc,
+        )
+        .map_err(|e| e.with_record(index as u64))?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// The records parsed so far.
+    pub fn len(&self) -> usize {
+        self.records
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+
+    /// The batch's features, as [`parse_examples`] gives them.
+    pub fn finish(self) -> Result<Vec<Parsed>> {
+        assemble(self.schema, self.records, vec![self.acc])
+    }
 }
 
 /// Batches are split across the thread pool only when there is at least this much work,

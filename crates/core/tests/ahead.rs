@@ -147,3 +147,57 @@ fn until_large_hands_the_reader_back_before_the_first_large_record() {
     let counted: Vec<u64> = reader.delivered().map(|(_, n)| n).collect();
     assert_eq!(counted, vec![first.len() as u64]);
 }
+
+#[test]
+fn read_each_hands_over_every_record_in_turn_and_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut recs = records(5, 0);
+    recs.push(vec![3u8; tfrecordkit_core::reader::DIRECT_MIN as usize + 5]);
+    recs.extend(records(4, 2));
+    recs.push(vec![4u8; 2 * tfrecordkit_core::reader::DIRECT_MIN as usize]);
+    let a = write_file(dir.path(), "a", &recs);
+    let b = write_file(dir.path(), "b", &records(3, 7));
+    let mut reader = MultiFileReader::new(vec![a.clone(), b.clone()], ReadOptions::default(), None);
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let mut batch = RecordBatch::default();
+    // Two records already in the batch count toward its bounds.
+    reader.read_batch(&mut batch, 2, usize::MAX).unwrap();
+    got.extend(batch.iter().map(<[u8]>::to_vec));
+    reader
+        .read_each(&mut batch, 8, usize::MAX, &mut |r| {
+            got.push(r.to_vec());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(batch.len(), 8);
+    assert_eq!(reader.origin_in_batch(7), Some((a.as_str(), 7)));
+    loop {
+        batch.clear();
+        let mut lens = Vec::new();
+        reader
+            .read_each(&mut batch, 8, 1, &mut |r| {
+                got.push(r.to_vec());
+                lens.push(r.len());
+                Ok(())
+            })
+            .unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        // Past max_bytes once a record holds a byte: only empty records before it.
+        assert_eq!(lens.len(), batch.len());
+        assert!(lens[..lens.len() - 1].iter().all(|&n| n == 0), "{lens:?}");
+    }
+    let mut want = recs.clone();
+    want.extend(records(3, 7));
+    assert_eq!(got, want);
+    // An error of the callback comes back as it is, its record counted.
+    let mut reader = MultiFileReader::new(vec![b], ReadOptions::default(), None);
+    let mut batch = RecordBatch::default();
+    let err = reader
+        .read_each(&mut batch, 8, usize::MAX, &mut |_| {
+            Err(tfrecordkit_core::Error::invalid("refused"))
+        })
+        .unwrap_err();
+    assert_eq!((err.message.as_str(), batch.len()), ("refused", 1));
+}

@@ -332,3 +332,50 @@ fn a_record_whose_partition_does_not_fit_is_named() {
     assert_eq!(err.kind, ErrorKind::Schema);
     assert_eq!((err.key.as_deref(), err.record_index), (Some("r"), Some(1)));
 }
+
+#[test]
+fn records_pushed_one_at_a_time_parse_as_the_batch_does() {
+    use tfrecordkit_core::ExampleParser;
+    let records: Vec<Vec<u8>> = (0..40)
+        .map(|i| {
+            let blob = vec![i as u8; (i * 997) % 70_000];
+            let mut features = vec![("blob", Feature::Bytes(vec![blob]))];
+            if i % 3 != 0 {
+                features.push(("ids", Feature::Int64((0..(i % 5) as i64).collect())));
+            }
+            record(&features)
+        })
+        .collect();
+    let schema = Schema::new(vec![
+        spec("blob", DType::Bytes, fixed(&[]), None),
+        spec("ids", DType::Int64, SpecKind::VarLen, None),
+        spec(
+            "w",
+            DType::Float32,
+            fixed(&[2]),
+            Some(Column::Float32(vec![0.5])),
+        ),
+    ])
+    .unwrap();
+    let slices: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    let whole = parse_examples(&schema, &slices).unwrap();
+    let mut parser = ExampleParser::new(&schema, 4);
+    parser.reserve_bytes(1 << 20);
+    for r in &records {
+        // Each record from the same buffer, overwritten by the next.
+        let scratch = r.clone();
+        parser.push(&scratch).unwrap();
+    }
+    assert_eq!(parser.len(), records.len());
+    assert_eq!(parser.finish().unwrap(), whole);
+    // An error names the record by the number pushed before it.
+    let mut parser = ExampleParser::new(&schema, 4);
+    parser.push(&records[0]).unwrap();
+    let err = parser
+        .push(&record(&[("blob", Feature::Int64(vec![1]))]))
+        .unwrap_err();
+    assert_eq!(
+        (err.record_index, err.key.as_deref()),
+        (Some(1), Some("blob"))
+    );
+}

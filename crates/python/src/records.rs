@@ -11,8 +11,8 @@ use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
 use tfrecordkit_core::LargeRecords;
 use tfrecordkit_core::{
-    BatchesAhead, Compression, Finished, MultiFileReader, Parsed, ReadOptions, RecordBatch, Span,
-    WriteOptions,
+    BatchesAhead, Compression, ExampleParser, Finished, MultiFileReader, Parsed, ReadOptions,
+    RecordBatch, Span, WriteOptions,
 };
 
 use crate::convert::bytes_like;
@@ -20,6 +20,9 @@ use crate::errors::IntoPyResult;
 use crate::lists::CompiledLists;
 use crate::parse::{columns_to_py, CompiledSchema};
 use crate::table::Table;
+
+/// The most room `read_parsed` makes up front for a batch's bytes values.
+const PARSE_RESERVE: usize = 64 << 20;
 
 fn compression_arg(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Compression>> {
     Compression::parse(name).py_err(py)
@@ -160,6 +163,55 @@ impl RecordReader {
         read.py_err(py)
     }
 
+    /// `read_parsed` of Examples once the reader was handed back at a large record: the
+    /// records read ahead before it, then each record read in place and parsed at once
+    /// (see `MultiFileReader::read_each`).
+    fn parse_in_place<'py>(
+        &mut self,
+        py: Python<'py>,
+        schema: &CompiledSchema,
+        max_records: usize,
+        max_bytes: usize,
+        raw_bytes: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let RecordReader { inner, batch, .. } = self;
+        let Reading::Now(reader) = inner else {
+            unreachable!("handed back")
+        };
+        let parsed = py.detach(|| {
+            let mut parser = ExampleParser::new(&schema.schema, max_records.min(1024));
+            // The batch's bytes, within the bound a caller sets, copied into its columns
+            // once rather than again each time a column doubles.
+            parser.reserve_bytes(max_bytes.min(PARSE_RESERVE));
+            for record in batch.iter() {
+                parser.push(record)?;
+            }
+            reader.read_each(batch, max_records, max_bytes, &mut |r| parser.push(r))?;
+            if parser.is_empty() {
+                return Ok(None);
+            }
+            let parsed = parser.finish()?;
+            let refs: Vec<Option<&Parsed>> = parsed.iter().map(Some).collect();
+            let assembled = schema.schema.assemble(&refs)?;
+            Ok(Some((parsed, assembled)))
+        });
+        let parsed = parsed
+            .map_err(|mut e: tfrecordkit_core::Error| {
+                let origin = e.record_index.and_then(|i| self.origin(i));
+                if let Some((path, index)) = origin {
+                    e.path = Some(path.to_owned());
+                    e.record_index = Some(index);
+                }
+                e
+            })
+            .py_err(py)?;
+        let Some((parsed, assembled)) = parsed else {
+            return Ok(None);
+        };
+        let columns = columns_to_py(py, assembled, parsed, raw_bytes)?;
+        Ok(Some(PyList::new(py, columns)?.into_any()))
+    }
+
     fn origin(&self, i: u64) -> Option<(&str, u64)> {
         match &self.inner {
             Reading::Now(reader) => reader.origin_in_batch(i),
@@ -290,7 +342,17 @@ impl RecordReader {
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         crate::errors::guard("RecordReader.read_parsed", || {
             let wanted = feature_lists.as_ref().map(|l| Arc::clone(&l.schema));
-            self.next_batch(py, max_records.max(1), max_bytes.max(1))?;
+            let (max_records, max_bytes) = (max_records.max(1), max_bytes.max(1));
+            if self.ahead && wanted.is_none() {
+                // Examples are read ahead until a large record; from there on each is
+                // parsed as soon as it is read, while it is in cache.
+                self.next_batch_until_large(py, max_records, max_bytes)?;
+                if self.handed_back {
+                    return self.parse_in_place(py, schema, max_records, max_bytes, raw_bytes);
+                }
+            } else {
+                self.next_batch(py, max_records, max_bytes)?;
+            }
             let batch = &self.batch;
             if batch.is_empty() {
                 return Ok(None);
