@@ -909,8 +909,14 @@ impl<'s> ExampleParser<'s> {
         self.records == 0
     }
 
-    /// The batch's features, as [`parse_examples`] gives them.
-    pub fn finish(self) -> Result<Vec<Parsed>> {
+    /// The batch's features, as [`parse_examples`] gives them; bytes columns hold no more
+    /// room than their values (what [`ExampleParser::reserve_bytes`] left over goes back).
+    pub fn finish(mut self) -> Result<Vec<Parsed>> {
+        for column in &mut self.acc.values {
+            if let Column::Bytes { data, .. } = column {
+                data.shrink_to_fit();
+            }
+        }
         assemble(self.schema, self.records, vec![self.acc])
     }
 }

@@ -65,6 +65,10 @@ pub struct RecordReader<R: Read> {
     start: usize,
     end: usize,
     eof: bool,
+    /// Set once a large record was read straight into its caller's buffer: the next fill
+    /// reads only what it asks for (that record's footer and the next header), so that the
+    /// start of the next record, most likely large too, is not copied through this buffer.
+    lean: bool,
     done: bool,
     offset: u64,
     index: u64,
@@ -201,6 +205,7 @@ impl<R: Read> RecordReader<R> {
             start: 0,
             end: 0,
             eof: false,
+            lean: false,
             done: false,
             offset: 0,
             index: 0,
@@ -262,13 +267,19 @@ impl<R: Read> RecordReader<R> {
                 }
                 continue;
             }
-            match self.src.read(&mut self.buf[self.end..]) {
+            let room = if self.lean {
+                (self.start + want).min(self.buf.len())
+            } else {
+                self.buf.len()
+            };
+            match self.src.read(&mut self.buf[self.end..room]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.end += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.stream_error(e)),
             }
         }
+        self.lean = false;
         Ok(self.end - self.start)
     }
 
@@ -677,7 +688,9 @@ impl<R: Read> RecordReader<R> {
     /// After a record's `data` was read past the buffer: reads its footer, moves past it,
     /// and checks the data's checksum.
     fn end_direct(&mut self, len: u64, data: &[u8]) -> Result<()> {
-        let avail = match self.fill(FOOTER_LEN) {
+        // The footer, and the next record's header with it where there is one.
+        self.lean = true;
+        let avail = match self.fill(FOOTER_LEN + HEADER_LEN) {
             Ok(n) => n,
             Err(e) => return Err(self.fail(e)),
         };

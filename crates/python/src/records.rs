@@ -180,13 +180,19 @@ impl RecordReader {
         };
         let parsed = py.detach(|| {
             let mut parser = ExampleParser::new(&schema.schema, max_records.min(1024));
-            // The batch's bytes, within the bound a caller sets, copied into its columns
-            // once rather than again each time a column doubles.
-            parser.reserve_bytes(max_bytes.min(PARSE_RESERVE));
             for record in batch.iter() {
                 parser.push(record)?;
             }
-            reader.read_each(batch, max_records, max_bytes, &mut |r| parser.push(r))?;
+            // Room for the batch's bytes (up to the bound, and the record that passes it:
+            // about one more like the first) before the first record read here, so that
+            // values are copied into their columns once, not again as a column doubles.
+            let mut room = (batch.data.len() < max_bytes).then(|| max_bytes - batch.data.len());
+            reader.read_each(batch, max_records, max_bytes, &mut |r| {
+                if let Some(room) = room.take() {
+                    parser.reserve_bytes(room.min(PARSE_RESERVE).saturating_add(r.len()));
+                }
+                parser.push(r)
+            })?;
             if parser.is_empty() {
                 return Ok(None);
             }
