@@ -201,21 +201,21 @@ impl RecordReader {
             let assembled = schema.schema.assemble(&refs)?;
             Ok(Some((parsed, assembled)))
         });
-        let parsed = parsed
-            .map_err(|mut e: tfrecordkit_core::Error| {
-                let origin = e.record_index.and_then(|i| self.origin(i));
-                if let Some((path, index)) = origin {
-                    e.path = Some(path.to_owned());
-                    e.record_index = Some(index);
-                }
-                e
-            })
-            .py_err(py)?;
+        let parsed = parsed.map_err(|e| self.located(e)).py_err(py)?;
         let Some((parsed, assembled)) = parsed else {
             return Ok(None);
         };
         let columns = columns_to_py(py, assembled, parsed, raw_bytes)?;
         Ok(Some(PyList::new(py, columns)?.into_any()))
+    }
+
+    /// `e`, for a record of the last batch, named by the record's file and index there.
+    fn located(&self, mut e: tfrecordkit_core::Error) -> tfrecordkit_core::Error {
+        if let Some((path, index)) = e.record_index.and_then(|i| self.origin(i)) {
+            e.path = Some(path.to_owned());
+            e.record_index = Some(index);
+        }
+        e
     }
 
     fn origin(&self, i: u64) -> Option<(&str, u64)> {
@@ -377,14 +377,7 @@ impl RecordReader {
                     };
                     Ok((parsed, assembled, lists))
                 })
-                .map_err(|mut e: tfrecordkit_core::Error| {
-                    let origin = e.record_index.and_then(|i| self.origin(i));
-                    if let Some((path, index)) = origin {
-                        e.path = Some(path.to_owned());
-                        e.record_index = Some(index);
-                    }
-                    e
-                })
+                .map_err(|e| self.located(e))
                 .py_err(py)?;
             let context = PyList::new(py, columns_to_py(py, assembled, parsed, raw_bytes)?)?;
             let Some(lists) = lists else {

@@ -67,12 +67,12 @@ def read_examples(
 
 
 #: Schema inference reads at most this many bytes of records (large ones: images, audio).
-SAMPLE_BYTES = 64 << 20
+SAMPLE_BYTES = 16 << 20
 
 
 def infer_schema(paths: ReadPaths, sample: int = 1000, **read_kwargs: Any) -> Schema:
     """Guesses a schema from the first ``sample`` Examples of ``paths``, or fewer once they
-    hold 64 MiB (see :class:`SchemaGuess`); ``read_kwargs`` are the read options of
+    hold 16 MiB (see :class:`SchemaGuess`); ``read_kwargs`` are the read options of
     :func:`read_records`.
     A record that is not an Example raises ``ExampleDecodeError`` naming its file and
     index. For ``SequenceExample``s the schema is the context's, and its ``sequence``
