@@ -96,3 +96,27 @@ def test_bad_options_are_refused_when_made(field, value, match):
 def test_a_dataset_says_it_fills_no_report(damaged):
     with pytest.raises(ValueError, match="ReadReport"):
         tfr.Dataset.from_files(damaged, options=tfr.ReadOptions(report=tfr.ReadReport()))
+
+
+def test_count_and_indexed_reads_take_the_fields_that_apply(tmp_path):
+    path = tmp_path / "c.tfrecord.gz"
+    with tfr.RecordWriter(path, "gzip") as w:
+        w.write_many(tfr.encode_example({"i": i}) for i in range(N))
+    assert tfr.count(path, options=tfr.ReadOptions(compression="gzip")) == N
+    with pytest.raises(tfr.DataLossError):
+        tfr.count(path, options=tfr.ReadOptions(compression=None))
+    with pytest.raises(TypeError, match="given twice"):
+        tfr.count(path, compression="zlib", options=tfr.ReadOptions(compression="gzip"))
+
+    plain = tmp_path / "p.tfrecord"
+    with tfr.RecordWriter(plain, index=True) as w:
+        w.write_many(tfr.encode_example({"i": i}) for i in range(N))
+    data = bytearray(plain.read_bytes())
+    data[-6] ^= 0xFF  # the last record's data
+    plain.write_bytes(data)
+    with pytest.raises(tfr.CorruptRecordError):
+        tfr.IndexedDataset(plain)[N - 1]
+    lenient = tfr.IndexedDataset(plain, options=tfr.ReadOptions(verify=False))
+    assert len(lenient) == N and lenient[N - 1] != tfr.encode_example({"i": N - 1})
+    with pytest.raises(TypeError, match="given twice"):
+        tfr.IndexedDataset(plain, verify=False, options=tfr.ReadOptions(verify=True))

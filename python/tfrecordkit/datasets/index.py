@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import DataLossError, TFRecordError
+from ..io.options import ReadOptions
 from ..io.paths import (
     Paths,
     StorageOptions,
@@ -183,15 +184,25 @@ def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions
 
 
 def count(
-    paths: Paths, *, compression: str | None = "auto", storage_options: StorageOptions = None
+    paths: Paths,
+    *,
+    compression: str | None = "auto",
+    storage_options: StorageOptions = None,
+    options: ReadOptions | None = None,
 ) -> int:
     """Counts the records in one or more TFRecord files (local paths or URLs).
 
     Answers without reading a file when its dataset manifest (written by
     :func:`write_dataset`) or its ``.idx`` sidecar describes it and agrees with its size
     (for a URL: one small request each, not the shard's bytes); otherwise scans it,
-    checking length checksums.
+    checking length checksums. ``compression`` and ``storage_options`` may come as the
+    :class:`~tfrecordkit.ReadOptions` every reader takes (``options=``); its other fields
+    do not apply to a count.
+
+    >>> count("train-*.tfrecord", options=tfr.ReadOptions(storage_options=creds))  # doctest: +SKIP
     """
+    o = ReadOptions.of(options, compression=compression, storage_options=storage_options)
+    compression, storage_options = o.compression, o.storage_options
     manifests: dict[str, Any] = {}
     total = 0
     files = expand_paths(paths, storage_options=storage_options)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._renamed import renamed
+from ..io.options import ReadOptions
 from ..io.paths import Paths, StorageOptions, exists, expand_paths, is_url
 from ..schema.features import Schema, _as_schema, parse_example, parse_examples
 from .index import RecordIndex, positions
@@ -35,7 +36,9 @@ class IndexedDataset(Sequence[Any]):
     (``grain.MapDataset.source(ds)``, ``grain.DataLoader(data_source=ds, ...)``, batched
     reads included); it pickles for worker processes. URLs (``s3://bucket/train-*``) are
     read by ranged requests, a batch's records of one file fetched together;
-    ``storage_options`` go to their filesystem.
+    ``storage_options`` go to their filesystem. ``verify`` and ``storage_options`` may come
+    as the :class:`~tfrecordkit.ReadOptions` every reader takes (``options=``); its other
+    fields do not apply to reads by index.
 
     >>> ds = IndexedDataset("train-*.tfrecord", schema)  # doctest: +SKIP
     >>> len(ds), ds[12_345]["label"]  # doctest: +SKIP
@@ -50,7 +53,10 @@ class IndexedDataset(Sequence[Any]):
         build_index: bool = False,
         verify: bool = True,
         storage_options: StorageOptions = None,
+        options: ReadOptions | None = None,
     ) -> None:
+        o = ReadOptions.of(options, verify=verify, storage_options=storage_options)
+        verify, storage_options = o.verify, o.storage_options
         self.files = expand_paths(paths, storage_options=storage_options)
         options = storage_options
 

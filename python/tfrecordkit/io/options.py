@@ -26,8 +26,10 @@ _COMPRESSIONS = frozenset({"auto", "none", "", "gzip", "zlib"})
 @dataclass(frozen=True)
 class ReadOptions:
     """How a reader reads its files. Every reader (``read_records``, ``read_batches``,
-    ``read_examples``, ``read_arrow`` / ``read_table``, ``Dataset.from_files`` /
-    ``list_files``) takes one as ``options=``, or the same fields as keyword arguments:
+    ``read_examples``, ``read_arrow`` / ``read_table``, ``infer_schema``,
+    ``Dataset.from_files`` / ``list_files``, and for the fields that apply to them
+    ``count`` and ``IndexedDataset``) takes one as ``options=``, or the same fields as
+    keyword arguments:
 
     - ``compression``: ``"auto"`` (from the stream and the file name), ``None``,
       ``"gzip"`` or ``"zlib"``;
@@ -97,9 +99,9 @@ class ReadOptions:
 #: The bytes of records a batch holds at most, by default, where batches are counted in
 #: rows: a batch ends at ``batch_size`` rows or once its records reach this many bytes,
 #: whichever comes first, so that memory stays flat whatever the size of a record. Past
-#: a few MiB a batch of large records reads slower, not faster: each batch's fresh
-#: buffers are mapped page by page (see docs/benchmarks.md); rows of ~100 bytes fill
-#: 65,536-row batches well within it.
+#: a few MiB a batch of large records reads slower, not faster: its buffers no longer
+#: stay in the CPU's cache (see docs/benchmarks.md); rows of ~100 bytes fill 65,536-row
+#: batches well within it.
 DEFAULT_BATCH_BYTES = 4 << 20
 
 
