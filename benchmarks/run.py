@@ -1818,8 +1818,8 @@ def merged(
         for i, note in enumerate(notes)
     ]
     found = re.search(r"^- Date: (.*)$", text, re.M)
-    last = found.group(1).split(";")[0] if found else "?"
-    date = f"{last}; rows matching `{pattern}` re-run alone on {time.strftime('%Y-%m-%d')}"
+    before = found.group(1) if found else "?"
+    date = f"{before}; rows matching `{pattern}` re-run alone on {time.strftime('%Y-%m-%d')}"
     return kept, merged_notes, date
 
 
