@@ -302,3 +302,15 @@ def test_table_max_shard_bytes_with_one_large_row_has_no_empty_shards(tmp_path, 
     for s in m.shards:
         assert s.bytes <= limit + biggest
     assert all(s.records > 0 for s in m.shards), [(s.records, s.bytes) for s in m.shards]
+
+
+def test_compression_is_spelled_as_the_readers_spell_it(tmp_path):
+    columns = {"i": np.arange(10)}
+    m = tfr.write_dataset(columns, tmp_path / "a", num_shards=2, compression="GZIP", progress=False)
+    assert m.compression == "gzip" and m.files[0].endswith(".tfrecord.gz")
+    m = tfr.write_dataset(columns, tmp_path / "b", num_shards=2, compression="none", progress=False)
+    assert m.compression is None and m.files[0].endswith(".tfrecord")
+    with pytest.raises(ValueError, match="names its shards after the compression"):
+        tfr.write_dataset(columns, tmp_path / "c", compression="auto", progress=False)
+    with pytest.raises(ValueError, match='must be None, "gzip" or "zlib"'):
+        tfr.write_dataset(columns, tmp_path / "d", compression="lz4", progress=False)

@@ -264,6 +264,23 @@ def _write_all(data: Any, shards: _Shards, kwargs: dict[str, Any]) -> tuple[list
     return _write_stream(data, shards, *common, kwargs["progress"])
 
 
+def _shard_compression(compression: str | None) -> str | None:
+    """``compression`` as the shards are written, spelled as the readers and the command
+    line spell it: None, ``"none"`` or ``""`` (no compression), ``"gzip"``, ``"zlib"``, in
+    any case. ``"auto"`` has nothing to go by here: the shards' names come from it."""
+    name = compression.lower() if isinstance(compression, str) else compression
+    if name in (None, "", "none"):
+        return None
+    if name in ("gzip", "zlib"):
+        return name
+    if name == "auto":
+        raise ValueError(
+            'compression="auto" reads the compression from a file\'s name, and write_dataset '
+            'names its shards after the compression: pass None, "gzip" or "zlib"'
+        )
+    raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
+
+
 def write_dataset(
     data: Any,
     prefix: str | os.PathLike[str],
@@ -316,8 +333,7 @@ def write_dataset(
     1000
     """
     prefix = os.fspath(prefix)
-    if compression not in (None, "gzip", "zlib"):
-        raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
+    compression = _shard_compression(compression)
     if seekable and compression != "gzip":
         raise ValueError('seekable=True needs compression="gzip"')
     kwargs: dict[str, Any] = {
