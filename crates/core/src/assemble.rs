@@ -3,9 +3,9 @@
 //! `RaggedFeature` are laid out here (see [`crate::composite`]), values gathered into
 //! their sorted order, so that no caller assembles anything per batch.
 
+use crate::column::{Column, Parsed};
 use crate::composite::{self, Partition, Rows};
 use crate::error::{Error, Result};
-use crate::parse::{Column, Parsed};
 
 /// Where a ragged level's row partition comes from: a parsed column, or a fixed length.
 #[derive(Debug, Clone, PartialEq, Eq)]

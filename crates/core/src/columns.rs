@@ -241,7 +241,7 @@ pub fn frame_table(
         frame_rows(names, cols, start..(start + CHUNK).min(end), &mut out);
         out
     };
-    if parallel && starts.len() > 1 && crate::parse::pool_usable() {
+    if parallel && starts.len() > 1 && crate::pool::pool_usable() {
         starts.into_par_iter().map(encode).collect()
     } else {
         starts.into_iter().map(encode).collect()

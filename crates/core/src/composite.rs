@@ -10,7 +10,7 @@
 use std::cmp::Ordering::{Equal, Greater};
 
 use crate::error::{Error, Result};
-use crate::parse::{pool_usable, split_run};
+use crate::pool::{pool_usable, split_run};
 
 /// Entries from which a batch's sparse layout is built on several threads.
 const PARALLEL_MIN_ENTRIES: usize = 16_384;

@@ -3,6 +3,7 @@
 
 pub mod ahead;
 pub mod assemble;
+pub mod column;
 pub mod columns;
 pub mod composite;
 pub mod compression;
@@ -15,6 +16,7 @@ pub mod memory;
 pub mod multi;
 pub mod parse;
 pub mod pipeline;
+pub mod pool;
 pub mod positional;
 pub mod reader;
 pub mod sequence;

@@ -5,9 +5,11 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::column::{Column, DType};
 use crate::error::{Error, Result};
 use crate::example::{for_each_map_entry, read_map_entry, EntryValue};
-use crate::parse::{pool_usable, read_feature_into, split_run, Column, DType, PARALLEL_MIN_BYTES};
+use crate::parse::{read_feature_into, PARALLEL_MIN_BYTES};
+use crate::pool::{pool_usable, split_run};
 use crate::wire::{self, WireReader};
 
 /// One wanted feature list over a batch: record `r` has steps

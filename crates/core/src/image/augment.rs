@@ -1,6 +1,6 @@
 //! Random augmentation: the source window of a random resized crop, and a flip.
 
-use super::Augment;
+use super::spec::Augment;
 
 /// A window of the source image, in whole pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

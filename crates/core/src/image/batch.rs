@@ -3,9 +3,11 @@
 use std::sync::Mutex;
 
 use super::augment::augment_window;
+use super::decode::decode_pixels;
 use super::decode::{image_error, recycle};
 use super::resize::render;
-use super::{decode_pixels, ImageSpec, PixelType, Px};
+use super::resize::Px;
+use super::spec::{ImageSpec, PixelType};
 use crate::error::{Error, Result};
 
 /// Decoded pixels of a batch, `shape` = `[n, height, width, channels]`.
@@ -30,12 +32,29 @@ pub struct PixelPool {
     pub(super) f32s: Mutex<Vec<Vec<f32>>>,
 }
 
+/// The element types whose buffers a [`PixelPool`] keeps, each in a list of its own.
+trait Pooled: Px {
+    fn free_list(pool: &PixelPool) -> &Mutex<Vec<Vec<Self>>>;
+}
+
+impl Pooled for f32 {
+    fn free_list(pool: &PixelPool) -> &Mutex<Vec<Vec<f32>>> {
+        &pool.f32s
+    }
+}
+
+impl Pooled for u8 {
+    fn free_list(pool: &PixelPool) -> &Mutex<Vec<Vec<u8>>> {
+        &pool.u8s
+    }
+}
+
 impl PixelPool {
     /// Buffers kept per element type; more than the batches a pipeline holds in flight.
     const KEEP: usize = 8;
 
     /// A buffer of `len` elements, with unspecified contents.
-    fn take<T: Px>(&self, len: usize) -> Vec<T> {
+    fn take<T: Pooled>(&self, len: usize) -> Vec<T> {
         let reused = T::free_list(self).lock().ok().and_then(|mut free| {
             let i = free
                 .iter()
@@ -94,7 +113,7 @@ fn batch_buffer<T: Px>(len: usize) -> Vec<T> {
 }
 
 /// Image `i`'s slot in the batch buffer, which is taken on the first image.
-fn slot<'a, T: Px>(
+fn slot<'a, T: Pooled>(
     v: &'a mut Vec<T>,
     pool: Option<&PixelPool>,
     (i, per, n): (usize, usize, usize),

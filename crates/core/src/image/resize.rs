@@ -1,9 +1,9 @@
 //! Two-tap resizing (bilinear or nearest) of a window of an image, maybe flipped, into
 //! `u8` or `f32` output, compiled for AVX2 where the CPU has it.
 
-use std::sync::Mutex;
-
-use super::{Filter, Image, PixelPool, Window};
+use super::augment::Window;
+use super::decode::Image;
+use super::spec::Filter;
 
 /// Source taps of one axis: output `i` is `lo[i] + (hi[i] - lo[i]) * t[i]`, with `lo`
 /// and `hi` already multiplied by the stride.
@@ -46,8 +46,6 @@ fn taps(out: usize, start: usize, extent: usize, filter: Filter, stride: usize) 
 pub trait Px: Copy + Default + private::Sealed {
     #[doc(hidden)]
     fn from_u8(v: u8) -> Self;
-    #[doc(hidden)]
-    fn free_list(pool: &PixelPool) -> &Mutex<Vec<Vec<Self>>>;
     /// Stores interpolated values (within `[0, 255]`) as this type.
     #[doc(hidden)]
     fn store(dst: &mut [Self], src: &[f32]);
@@ -65,10 +63,6 @@ impl Px for f32 {
         v as f32 * (1.0 / 255.0)
     }
     #[inline(always)]
-    fn free_list(pool: &PixelPool) -> &Mutex<Vec<Vec<f32>>> {
-        &pool.f32s
-    }
-    #[inline(always)]
     fn store(dst: &mut [f32], src: &[f32]) {
         for (d, &v) in dst.iter_mut().zip(src) {
             *d = v * (1.0 / 255.0);
@@ -80,10 +74,6 @@ impl Px for u8 {
     #[inline(always)]
     fn from_u8(v: u8) -> u8 {
         v
-    }
-    #[inline(always)]
-    fn free_list(pool: &PixelPool) -> &Mutex<Vec<Vec<u8>>> {
-        &pool.u8s
     }
     #[inline(always)]
     fn store(dst: &mut [u8], src: &[f32]) {

@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::origin::Origin;
 use super::readers::Chunk;
 use super::stream::Stream;
-use super::Origin;
 use crate::error::Result;
 use crate::reader::{FileRecordReader, ReadOptions, RecordBatch};
 use crate::writer::RecordWriter;

@@ -2,7 +2,7 @@
 //! files, the record counts known without reading them (manifests, index sidecars), and
 //! what each stage does to a count, as tf.data's `cardinality()` reports it.
 
-use super::Order;
+use super::order::Order;
 
 /// The number of elements of a pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

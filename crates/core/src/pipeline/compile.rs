@@ -6,9 +6,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::cache::Cache;
 use super::cardinality::{count_after, picked_records, Cardinality, Counted};
 use super::files::{file_order_of, FileIter};
-use super::{Cache, ImageStage, OnError, Order, Plan, RecordOp};
+use super::order::Order;
+use super::plan::{ImageStage, Plan, RecordOp};
+use super::readers::OnError;
 use crate::assemble::Assembly;
 use crate::feature_lists::ListSchema;
 use crate::image::ImageSpec;

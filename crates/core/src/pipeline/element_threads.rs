@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
-use super::elements::{Elements, MapFn};
+use super::element_stream::{Elements, MapFn};
 
 /// Runs a piece of work in a given state of the caller's lock; `false` where it refused
 /// to run it.

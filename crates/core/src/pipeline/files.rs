@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{mix, rng_for, Order};
+use super::order::Order;
+use super::origin::{mix, rng_for};
 
 pub(super) type FileIter = Box<dyn Iterator<Item = usize> + Send>;
 

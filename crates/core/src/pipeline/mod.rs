@@ -11,9 +11,13 @@
 mod cache;
 pub mod cardinality;
 pub mod compile;
+mod element_stream;
 mod element_threads;
 pub mod elements;
 mod files;
+mod order;
+mod origin;
+mod plan;
 mod readers;
 mod refill;
 mod shuffle;
@@ -33,144 +37,23 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::error::{Error, Result};
 use crate::feature_lists::ListSchema;
-use crate::image::{ImageSpec, PixelPool};
+use crate::image::PixelPool;
 use crate::parse::Schema;
-use crate::reader::{ReadOptions, RecordBatch};
+use crate::reader::RecordBatch;
 use crate::source::SharedOpener;
 
 pub use cache::Cache;
 pub use files::file_order_of;
+pub use order::Order;
+pub use origin::{mix_seed, record_key, Origin};
+pub use plan::{ImageStage, Plan, RecordOp};
+pub use readers::OnError;
 pub use units::{parsed_columns, Decoded, Item, Payload};
 
-use readers::{Files, Permits};
+use readers::{spawn, Files, Permits};
 use refill::Refill;
 use stages::build;
 use units::{keys_of, parse_unit, Unit, Work};
-
-/// Where a record came from: its file (an index into the plan's file list), its index in
-/// that file, and the byte offset of its header; `pass` tells apart the passes of a
-/// `repeat` over it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Origin {
-    pub file: u32,
-    pub pass: u32,
-    pub index: u64,
-    pub offset: u64,
-}
-
-/// A stage that orders, picks or repeats elements: file names before `interleave`
-/// (applied in sequence to `0..files.len()`), records after it, a user function's
-/// elements after a `map`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    Shuffle { buffer: usize, seed: Option<u64> },
-    Shard { num_shards: u64, index: u64 },
-    Skip(u64),
-    Take(u64),
-    Repeat(Option<u64>),
-}
-
-/// A stage applied to the stream of records.
-#[derive(Clone)]
-pub enum RecordOp {
-    Shard { num_shards: u64, index: u64 },
-    Skip(u64),
-    Take(u64),
-    Shuffle { buffer: usize, seed: Option<u64> },
-    Repeat(Option<u64>),
-    Cache(Arc<Cache>),
-}
-
-/// What to do when a record is damaged or does not parse.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
-    /// Deliver the error and stop.
-    Stop,
-    /// Deliver the error and go on past it.
-    Continue,
-}
-
-/// A whole pipeline, from files to output units.
-#[derive(Clone)]
-pub struct Plan {
-    pub files: Vec<String>,
-    pub read: ReadOptions,
-    pub file_ops: Vec<Order>,
-    pub cycle_length: usize,
-    pub block_length: usize,
-    /// How many of the open files are read at once (`interleave(num_parallel_calls)`);
-    /// 0 for all of them.
-    pub parallel_reads: usize,
-    /// `false` takes records from whichever open file has them ready.
-    pub deterministic: bool,
-    pub record_ops: Vec<RecordOp>,
-    /// Records per output unit.
-    pub batch_size: usize,
-    /// Drop a last unit shorter than `batch_size`.
-    pub drop_remainder: bool,
-    /// With `OnError::Continue`, parsed units left short by records that did not parse
-    /// are filled up from the next ones, so that only the last unit is ever short.
-    pub refill: bool,
-    pub schema: Option<Arc<Schema>>,
-    /// With a schema: the records are `SequenceExample`s, the schema parses their
-    /// context, and these feature lists (key, dtype) are read too.
-    pub feature_lists: Option<Arc<ListSchema>>,
-    pub parse_workers: usize,
-    /// Finished units held ready ahead of the consumer.
-    pub prefetch: usize,
-    pub on_error: OnError,
-    /// Mixed into every shuffle seed: the iteration (epoch) this run is.
-    pub epoch: u64,
-    /// Image features decoded after parsing.
-    pub images: Vec<ImageStage>,
-}
-
-/// Decodes the encoded images of one parsed bytes feature.
-#[derive(Debug, Clone)]
-pub struct ImageStage {
-    /// The feature's position in the schema.
-    pub feature: usize,
-    pub spec: ImageSpec,
-    /// Seeds each record's augmentation, with the epoch and the record's origin.
-    pub seed: u64,
-}
-
-/// Starts a named thread; the pipeline's threads end when their queues disconnect.
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
-    thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(f)
-        .expect("the OS could not start a pipeline thread")
-}
-
-/// Mixes two values into a well-spread seed: how the pipeline seeds its shuffles and
-/// its per-record image augmentation.
-pub fn mix_seed(a: u64, b: u64) -> u64 {
-    mix(a, b)
-}
-
-/// A record's key: its file, pass and index mixed into one value. Image augmentation is
-/// seeded by it, so a record is augmented alike wherever a shuffle puts it.
-pub fn record_key(o: &Origin) -> u64 {
-    mix(((o.file as u64) << 32) | o.pass as u64, o.index)
-}
-
-fn mix(a: u64, b: u64) -> u64 {
-    // splitmix64 of the combination: well spread seeds from small counters.
-    let mut z = a ^ b
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        .wrapping_add(0x6a09_e667_f3bc_c909);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn rng_for(seed: Option<u64>, salt: u64) -> fastrand::Rng {
-    match seed {
-        Some(s) => fastrand::Rng::with_seed(mix(s, salt)),
-        None => fastrand::Rng::new(),
-    }
-}
 
 /// A running pipeline. Dropping it stops its threads.
 pub struct Pipeline {

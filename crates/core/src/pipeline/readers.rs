@@ -2,16 +2,34 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::files::FileIter;
+use super::origin::Origin;
 use super::stream::Stream;
-use super::{spawn, OnError, Origin};
 use crate::error::{Error, Result};
 use crate::reader::{ReadOptions, RecordBatch};
 use crate::source::{SharedOpener, SourceReader};
+
+/// What to do when a record is damaged or does not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// Deliver the error and stop.
+    Stop,
+    /// Deliver the error and go on past it.
+    Continue,
+}
+
+/// Starts a named thread; the pipeline's threads end when their queues disconnect.
+pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
+    thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(f)
+        .expect("the OS could not start a pipeline thread")
+}
 
 /// Records per chunk handed from a reader thread to the pipeline thread.
 const CHUNK_RECORDS: usize = 256;

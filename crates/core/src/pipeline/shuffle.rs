@@ -1,7 +1,7 @@
 //! The shuffle stage: a buffer of records, each output drawn from it at random.
 
+use super::origin::Origin;
 use super::stream::Stream;
-use super::Origin;
 use crate::error::{Error, Result};
 
 /// tf.data's shuffle: a buffer of `size` records; each output is a uniformly chosen

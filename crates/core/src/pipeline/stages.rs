@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use super::cache::cache_stream;
 use super::files::file_order_of;
+use super::origin::{mix, rng_for, Origin};
+use super::plan::{Plan, RecordOp};
 use super::readers::{Files, Interleave, Sloppy};
 use super::shuffle::ShuffleStream;
 use super::stream::Stream;
-use super::{mix, rng_for, Origin, Plan, RecordOp};
 use crate::error::Result;
 
 /// Builds the stream of records after the first `upto` record stages.

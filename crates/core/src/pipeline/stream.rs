@@ -1,6 +1,6 @@
 //! The record stream every record stage reads from and is.
 
-use super::Origin;
+use super::origin::Origin;
 use crate::error::Result;
 
 /// A stream of records: each call appends the next record's bytes to `out` and returns

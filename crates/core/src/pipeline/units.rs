@@ -3,8 +3,10 @@
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::origin::{mix, record_key, Origin};
+use super::plan::Plan;
 use super::readers::Files;
-use super::{mix, record_key, OnError, Origin, Plan};
+use super::readers::OnError;
 use crate::assemble::Assembled;
 use crate::error::{Error, Result};
 use crate::feature_lists::LaidList;

@@ -5,12 +5,16 @@ use rustc_hash::FxHashMap;
 
 use super::summary::{FeatureSummary, SplitSummary};
 use super::values::{Bytes, LengthCounts, Numbers};
-use super::MAX_FEATURES;
 use crate::error::{Error, Result};
 use crate::example::{
     for_each_list, for_each_map_entry, last_lists, read_bytes_list, read_float_list,
     read_int64_list, read_map_entry, utf8_key, EntryValue, Kind,
 };
+
+/// Distinct feature names counted per split; presences of names past these are counted
+/// together as `uncounted_features`, so that a file cannot make the pass hold unbounded
+/// accumulators.
+pub const MAX_FEATURES: usize = 4096;
 
 /// One feature's accumulators.
 #[derive(Default, Clone)]

@@ -13,7 +13,7 @@ mod values;
 #[cfg(test)]
 mod tests;
 
-pub use accum::SplitAcc;
+pub use accum::{SplitAcc, MAX_FEATURES};
 pub use anomalies::find as find_anomalies;
 pub use pass::{Report, StatsPass};
 pub use summary::{
@@ -21,8 +21,3 @@ pub use summary::{
     QUANTILE_LEVELS,
 };
 pub use values::{dimensions, IMAGE_SIZES, RELATIVE_ACCURACY, TOP_CAPACITY};
-
-/// Distinct feature names counted per split; presences of names past these are counted
-/// together as `uncounted_features`, so that a file cannot make the pass hold unbounded
-/// accumulators.
-pub const MAX_FEATURES: usize = 4096;
