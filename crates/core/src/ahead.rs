@@ -6,9 +6,9 @@ use std::thread;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
+use crate::batch::RecordBatch;
 use crate::error::{Error, ErrorKind, Result};
 use crate::multi::{LargeRecords, LeaveLarge, MultiFileReader};
-use crate::reader::RecordBatch;
 
 /// Batches read ahead of the consumer: at most one waiting and one being read, besides
 /// the one the consumer holds. Dropping it stops the thread after the read in progress.

@@ -3,6 +3,7 @@
 
 pub mod ahead;
 pub mod assemble;
+pub mod batch;
 pub mod column;
 pub mod columns;
 pub mod composite;
@@ -11,7 +12,9 @@ pub mod crc;
 pub mod error;
 pub mod example;
 pub mod feature_lists;
+pub mod foreign;
 pub mod image;
+pub mod local;
 pub mod memory;
 pub mod multi;
 pub mod parse;
@@ -28,6 +31,7 @@ pub mod writer;
 
 pub use ahead::BatchesAhead;
 pub use assemble::{Assembled, Assembly, PartitionSource, SparseValues};
+pub use batch::RecordBatch;
 pub use columns::{frame_table, ColumnRef, Rows, Values};
 pub use compression::Compression;
 pub use error::{Error, ErrorKind, Result};
@@ -35,6 +39,8 @@ pub use example::{
     decode_example, decode_sequence_example, encode_example, encode_sequence_example, Feature,
     FeatureLists, Features,
 };
+pub use foreign::foreign_format;
+pub use local::FileRecordReader;
 pub use multi::{count_records, index_records, parse_index_table, LargeRecords, MultiFileReader};
 pub use parse::{
     parse_examples, Column, DType, ExampleParser, FeatureSpec, Parsed, Schema, SpecKind, MAX_FILL,
@@ -44,7 +50,7 @@ pub use positional::{
     member_records, read_member, read_record_at, read_records_at, read_records_at_with,
     unframe_record, OffsetReader,
 };
-pub use reader::{foreign_format, ReadOptions, RecordBatch, RecordReader, Span};
+pub use reader::{ReadOptions, RecordReader, Span};
 pub use source::{Opened, Opener, SharedOpener, SourceReader};
 pub use writer::{
     commit_shard, frame_record, index_path, rename_file, Finished, RecordWriter, WriteOptions,

@@ -1,9 +1,10 @@
 //! Reading whole files in order: several files as one stream of batches, a file's record
 //! count, and the positions of its records (its `.idx` sidecar).
 
+use crate::batch::RecordBatch;
 use crate::compression::Compression;
 use crate::error::{Error, Result};
-use crate::reader::{Next, ReadOptions, RecordBatch, Span};
+use crate::reader::{Next, ReadOptions, Span};
 use crate::source::{SharedOpener, SourceReader};
 
 /// Makes the buffers large records are read into, one per record (a Python `bytes` each,

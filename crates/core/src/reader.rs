@@ -1,12 +1,12 @@
 //! Reading framed records: `u64 length | u32 masked crc(length) | data | u32 masked crc(data)`.
 
-use std::fs::File;
-use std::io::{self, Cursor, Read, Seek, SeekFrom};
+use std::io::{self, Cursor, Read};
 use std::path::Path;
 
 use crate::compression::{suggest, Compression, Decoder};
 use crate::crc::masked_crc32c;
 use crate::error::{Error, Result};
+use crate::foreign::{foreign_format, FOREIGN_SAMPLE};
 
 /// Header and footer sizes of one framed record.
 pub const HEADER_LEN: usize = 12;
@@ -20,9 +20,7 @@ const CHUNK: usize = 1 << 20;
 const FIRST_BUFFER: usize = 1 << 16;
 /// No record can be longer than memory can address (header and footer included).
 const MAX_ADDRESSABLE: u64 = (isize::MAX as u64) - 16;
-const HEAD_LEN: usize = 16;
-/// How much of a stream's start is looked at to tell another format.
-const FOREIGN_SAMPLE: usize = 64;
+pub(crate) const HEAD_LEN: usize = 16;
 /// Records at least this long are read straight into the caller's buffer.
 pub const DIRECT_MIN: u64 = 1 << 16;
 
@@ -83,8 +81,6 @@ pub struct RecordReader<R: Read> {
     foreign: Option<Error>,
 }
 
-pub type FileRecordReader = RecordReader<io::Chain<Cursor<Vec<u8>>, File>>;
-
 /// A run of records inside an uncompressed file: those from byte `start`, where record
 /// number `index` of the file begins, to the first record that begins at or after `end`.
 /// Spans taken from a file's index sidecar let several readers share one large file.
@@ -93,74 +89,6 @@ pub struct Span {
     pub start: u64,
     pub index: u64,
     pub end: u64,
-}
-
-impl FileRecordReader {
-    /// Opens `path`, detecting its compression when `opts.compression` is `None`.
-    pub fn open(path: &str, opts: &ReadOptions) -> Result<Self> {
-        let (file, size) = open_file(path, opts)?;
-        RecordReader::from_stream(file, path, size, opts)
-    }
-
-    /// Opens the records of `span` in `path`, which must be uncompressed: its compression
-    /// is told from its own first bytes, not from the middle of the file.
-    pub fn open_span(path: &str, opts: &ReadOptions, span: Span) -> Result<Self> {
-        let (mut file, size) = open_file(path, opts)?;
-        let mut head = Vec::with_capacity(HEAD_LEN);
-        (&mut file)
-            .take(HEAD_LEN as u64)
-            .read_to_end(&mut head)
-            .map_err(|e| Error::io(e, Some(path)))?;
-        let compression = Compression::resolve(opts.compression, Path::new(path), &head);
-        let opts = span_options(path, opts, compression, span, size)?;
-        file.seek(SeekFrom::Start(span.start))
-            .map_err(|e| Error::io(e, Some(path)))?;
-        let mut reader = RecordReader::from_stream(file, path, size, &opts)?;
-        reader.start_at(span);
-        Ok(reader)
-    }
-}
-
-fn open_file(path: &str, opts: &ReadOptions) -> Result<(File, Option<u64>)> {
-    let file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
-    let meta = file.metadata().map_err(|e| Error::io(e, Some(path)))?;
-    if meta.is_dir() {
-        return Err(Error::io(
-            io::Error::new(io::ErrorKind::IsADirectory, "is a directory"),
-            Some(path),
-        ));
-    }
-    let size = (meta.is_file() && !opts.follow).then_some(meta.len());
-    Ok((file, size))
-}
-
-/// The options that read `span` of `path`: uncompressed, and only within the file.
-pub(crate) fn span_options(
-    path: &str,
-    opts: &ReadOptions,
-    compression: Compression,
-    span: Span,
-    size: Option<u64>,
-) -> Result<ReadOptions> {
-    let fail = |e: Error| e.with_path(path).with_offset(span.start);
-    if compression != Compression::None {
-        let name = compression.name().to_uppercase();
-        let msg = format!("a span of records reads uncompressed files only; this one is {name}");
-        return Err(fail(Error::invalid(msg)));
-    }
-    if opts.follow {
-        return Err(fail(Error::invalid(
-            "a span of records cannot follow a growing file",
-        )));
-    }
-    if let Some(size) = size.filter(|&s| span.start > s) {
-        let msg = format!("the span starts past the end of the file ({size} bytes)");
-        return Err(fail(Error::truncated(msg)));
-    }
-    Ok(ReadOptions {
-        compression: Some(Compression::None),
-        ..*opts
-    })
 }
 
 impl<R: Read> RecordReader<io::Chain<Cursor<Vec<u8>>, R>> {
@@ -721,111 +649,4 @@ pub enum Next {
     Appended,
     /// A large record of this many bytes, waiting for a buffer of its own.
     Large(u64),
-}
-
-/// Records packed back to back in one buffer: record `i` is `data[ends[i-1]..ends[i]]`.
-#[derive(Debug, Default, Clone)]
-pub struct RecordBatch {
-    pub data: Vec<u8>,
-    pub ends: Vec<usize>,
-    /// The records (their indices, ascending) read into buffers of their own (see
-    /// `MultiFileReader::read_batch_with`): empty in `data`.
-    pub large: Vec<usize>,
-    /// Their bytes.
-    pub large_bytes: usize,
-    /// Whether the batch ended before a large record that was left unread (see
-    /// [`LargeRecords::leaves`](crate::multi::LargeRecords::leaves)).
-    pub before_large: bool,
-}
-
-impl RecordBatch {
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    pub fn clear(&mut self) {
-        self.data.clear();
-        self.ends.clear();
-        self.large.clear();
-        self.large_bytes = 0;
-        self.before_large = false;
-    }
-
-    pub fn push(&mut self, record: &[u8]) {
-        self.data.extend_from_slice(record);
-        self.ends.push(self.data.len());
-    }
-
-    pub fn get(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.data[start..self.ends[i]]
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        (0..self.len()).map(move |i| self.get(i))
-    }
-}
-
-/// Other formats' signatures, and what to call them. Compressed streams are left out: a
-/// gzip or zlib stream is most likely a compressed TFRecord file, and the compression hint
-/// says so.
-const SIGNATURES: &[(&[u8], &str)] = &[
-    (b"\x89PNG\r\n\x1a\n", "a PNG signature"),
-    (b"\xff\xd8\xff", "a JPEG signature"),
-    (b"GIF87a", "a GIF signature"),
-    (b"GIF89a", "a GIF signature"),
-    (b"%PDF-", "a PDF signature"),
-    (b"PK\x03\x04", "a ZIP signature"),
-    (b"PAR1", "a Parquet signature"),
-    (b"ARROW1", "an Arrow IPC signature"),
-    (b"\x93NUMPY", "a NumPy .npy signature"),
-    (b"\x89HDF\r\n\x1a\n", "an HDF5 signature"),
-    (b"SQLite format 3\0", "an SQLite signature"),
-    (b"\x7fELF", "an ELF signature"),
-    (b"BZh", "a bzip2 signature"),
-    (b"\x28\xb5\x2f\xfd", "a Zstandard signature"),
-    (b"\xfd7zXZ\x00", "an XZ signature"),
-];
-
-/// What the first bytes of a stream look like, when they are another format's: a known
-/// signature, or at least 8 bytes of text (UTF-8 without control characters). TFRecord
-/// headers are neither: a record's 8-byte length is mostly zero bytes.
-pub fn foreign_format(head: &[u8]) -> Option<String> {
-    if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
-        return Some("a WebP signature".to_owned());
-    }
-    if let Some((_, name)) = SIGNATURES.iter().find(|(sig, _)| head.starts_with(sig)) {
-        return Some((*name).to_owned());
-    }
-    // Fewer than 8 bytes could be the start of a torn header whose length bytes print.
-    if head.len() < 8 {
-        return None;
-    }
-    let head = &head[..head.len().min(FOREIGN_SAMPLE)];
-    let text = match std::str::from_utf8(head) {
-        Ok(t) => t,
-        // A character cut at the end of the sample is still text.
-        Err(e) if e.error_len().is_none() && e.valid_up_to() > 0 => {
-            std::str::from_utf8(&head[..e.valid_up_to()]).ok()?
-        }
-        Err(_) => return None,
-    };
-    let printable = |c: char| !c.is_control() || matches!(c, '\t' | '\n' | '\r');
-    if text.is_empty() || !text.chars().all(printable) {
-        return None;
-    }
-    let line = text
-        .trim_start_matches('\u{feff}')
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default();
-    Some(format!(
-        "text: {:?}",
-        line.chars().take(24).collect::<String>()
-    ))
 }

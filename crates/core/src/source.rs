@@ -10,7 +10,8 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::compression::Compression;
 use crate::error::Result;
-use crate::reader::{span_options, FileRecordReader, Next, ReadOptions, RecordReader, Span};
+use crate::local::{span_options, FileRecordReader};
+use crate::reader::{Next, ReadOptions, RecordReader, Span};
 
 /// Bytes asked of a remote stream per read: one ranged request each.
 pub const REMOTE_BLOCK: usize = 4 << 20;

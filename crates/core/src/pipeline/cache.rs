@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex};
 use super::origin::Origin;
 use super::readers::Chunk;
 use super::stream::Stream;
+use crate::batch::RecordBatch;
 use crate::error::Result;
-use crate::reader::{FileRecordReader, ReadOptions, RecordBatch};
+use crate::local::FileRecordReader;
+use crate::reader::ReadOptions;
 use crate::writer::RecordWriter;
 
 /// Records kept after the first complete pass, replayed by every later one.

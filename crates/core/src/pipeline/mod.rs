@@ -35,11 +35,11 @@ use std::thread;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
+use crate::batch::RecordBatch;
 use crate::error::{Error, Result};
 use crate::feature_lists::ListSchema;
 use crate::image::PixelPool;
 use crate::parse::Schema;
-use crate::reader::RecordBatch;
 use crate::source::SharedOpener;
 
 pub use cache::Cache;

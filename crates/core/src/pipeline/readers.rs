@@ -10,8 +10,9 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use super::files::FileIter;
 use super::origin::Origin;
 use super::stream::Stream;
+use crate::batch::RecordBatch;
 use crate::error::{Error, Result};
-use crate::reader::{ReadOptions, RecordBatch};
+use crate::reader::ReadOptions;
 use crate::source::{SharedOpener, SourceReader};
 
 /// What to do when a record is damaged or does not parse.

@@ -8,11 +8,11 @@ use super::plan::Plan;
 use super::readers::Files;
 use super::readers::OnError;
 use crate::assemble::Assembled;
+use crate::batch::RecordBatch;
 use crate::error::{Error, Result};
 use crate::feature_lists::LaidList;
 use crate::image::{decode_batch, PixelBatch, PixelPool};
 use crate::parse::{parse_examples, Column, Parsed};
-use crate::reader::RecordBatch;
 
 /// What one output unit holds, with the key of each of its records (see [`record_key`]).
 pub enum Payload {

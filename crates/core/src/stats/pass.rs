@@ -8,9 +8,10 @@ use std::sync::Mutex;
 
 use super::accum::SplitAcc;
 use super::summary::{Anomaly, SplitSummary};
+use crate::batch::RecordBatch;
 use crate::error::{Error, Result};
 use crate::multi::MultiFileReader;
-use crate::reader::{ReadOptions, RecordBatch};
+use crate::reader::ReadOptions;
 use crate::source::SharedOpener;
 
 const BATCH_RECORDS: usize = 8192;
