@@ -51,6 +51,7 @@ MOVED_MODULES = {
     "adapters.jax": "integrations.jax",
     "adapters.tf": "integrations.tf",
     "adapters.arrow": "integrations.arrow_batches",
+    "conversion.beam": "conversion.beam_runner",
 }
 
 

@@ -20,7 +20,7 @@ MODULES = sorted(
     not in (
         "tfrecordkit.integrations.ray",
         "tfrecordkit.integrations.beam",
-        "tfrecordkit.conversion.beam",
+        "tfrecordkit.conversion.beam_runner",
         # Run the command when imported.
         "tfrecordkit.__main__",
         "tfrecordkit.cli.__main__",

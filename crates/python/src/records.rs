@@ -569,12 +569,6 @@ impl RecordWriter {
             c => Some(c.name()),
         }
     }
-
-    /// Where bytes go until `close` (a temporary file when writing atomically).
-    #[getter]
-    fn current_path(&self) -> String {
-        self.inner.current_path().to_string_lossy().into_owned()
-    }
 }
 
 fn finished_dict<'py>(py: Python<'py>, f: &Finished) -> PyResult<Bound<'py, PyDict>> {

@@ -20,7 +20,7 @@ from .._renamed import renamed
 from ..integrations import tfds as tfds_lib
 from ..io.paths import expand_paths, join, read_bytes
 from .local import contact_sheet, convert_locally, load
-from .rows import SPLITS, ConversionSummary, Job, check_roles, read_table
+from .rows import SPLITS, ConversionSummary, Job, check_roles, read_rows
 
 __all__ = ["ConversionSummary", "contact_sheet", "convert", "load", "register_pandas_accessor"]
 
@@ -81,7 +81,7 @@ def convert(
     """
     started = time.monotonic()
     output_dir = os.fspath(output_dir)
-    columns, rows = read_table(source, storage_options)
+    columns, rows = read_rows(source, storage_options)
     why = "the column roles; schema means feature specs everywhere else"
     roles = check_roles(renamed("convert", "roles", roles, "schema", schema, why), columns)
     by_role = {role: col for col, role in roles.items() if role in ("split", "image_uri", "label")}
@@ -106,7 +106,7 @@ def convert(
         summary = convert_locally(job)
     else:
         # Apache Beam is imported only for a Beam runner.
-        from .beam import convert_with_beam
+        from .beam_runner import convert_with_beam
 
         summary = convert_with_beam(job, runner, dict(pipeline_options or {}))
     if tfds:

@@ -92,7 +92,7 @@ class ConversionSummary:
 _CHUNK_ROWS = 10_000
 
 
-def read_table(
+def read_rows(
     source: Any, options: StorageOptions = None
 ) -> tuple[list[str], Callable[[], Iterator[dict[str, Any]]]]:
     """Column names of a CSV or Parquet path or URL, a DataFrame, or a directory tree, and

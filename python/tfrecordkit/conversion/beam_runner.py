@@ -1,6 +1,7 @@
 """``tfr.convert`` on an Apache Beam runner: the same Examples as the local runner, made in
-``DoFn``s; the label vocabulary is a combine over TRAIN; shards go through Beam's
-temp-then-rename sink (:class:`tfrecordkit.integrations.beam.WriteExamples`)."""
+``DoFn``s; the label vocabulary is a combine over TRAIN; each split's shards are written
+by :class:`tfrecordkit.integrations.beam.WriteExamples` and committed as one dataset
+(:class:`~tfrecordkit.datasets.commit.DatasetCommit`), or not at all."""
 
 from __future__ import annotations
 
