@@ -74,21 +74,21 @@ def test_failed_remote_write_uploads_nothing(bucket):
 def test_remote_shards_are_uploaded_as_they_finish(bucket, tmp_path, monkeypatch):
     import tempfile
 
-    from tfrecordkit.datasets import writer
+    from tfrecordkit.datasets import commit
 
     fs, root = bucket
     stage = tmp_path / "stage"
     stage.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(stage))
     staged: list[int] = []
-    upload = writer.upload
+    upload = commit.upload
 
     def spy(local, url, **kwargs):
         # Local disk holds the shard being uploaded (and its sidecar), never the dataset.
         staged.append(sum(len(files) for _, _, files in os.walk(stage)))
         return upload(local, url, **kwargs)
 
-    monkeypatch.setattr(writer, "upload", spy)
+    monkeypatch.setattr(commit, "upload", spy)
     cols = {"i": np.arange(8000), "pad": [b"x" * 100] * 8000}
     m = tfr.write_dataset(cols, f"memory://{root}/ds/t", num_shards=8, workers=1, progress=False)
     assert m.records == 8000 and len(m.shards) == 8
@@ -120,4 +120,24 @@ def test_a_remote_write_failing_after_uploads_leaves_nothing(bucket):
         tfr.write_dataset(
             Sized(400, fail_at=250), f"memory://{root}/ds/z", num_shards=4, progress=False
         )
+    assert not fs.exists(f"{root}/ds") or fs.ls(f"{root}/ds") == []
+
+
+def test_a_sidecar_upload_failing_leaves_no_part(bucket, monkeypatch):
+    from tfrecordkit.datasets import commit
+
+    fs, root = bucket
+    upload = commit.upload
+
+    def refuse_sidecars(local, url, **kwargs):
+        if url.endswith(".idx"):
+            raise ConnectionError(f"{url}: the link went down")
+        return upload(local, url, **kwargs)
+
+    monkeypatch.setattr(commit, "upload", refuse_sidecars)
+    with pytest.raises(ConnectionError):
+        tfr.write_dataset(
+            {"i": np.arange(100)}, f"memory://{root}/ds/s", num_shards=2, progress=False
+        )
+    # The shard's data had gone up before its sidecar failed: it is removed all the same.
     assert not fs.exists(f"{root}/ds") or fs.ls(f"{root}/ds") == []

@@ -148,7 +148,7 @@ class DatasetCommit:
         ``_core.RecordWriter``. ``name`` tells the part apart from the others of this
         write. A URL prefix's part is written on local disk, then uploaded beside the
         prefix under a hidden name. Returns the part's info."""
-        part = self._part(name)
+        part = self.part_path(name)
         local = tempfile.mkdtemp(prefix="tfrecordkit-") if self.url else None
         try:
             path = os.path.join(local, os.path.basename(part)) if local else part
@@ -162,14 +162,20 @@ class DatasetCommit:
                 writer.abort()
                 raise
             if local:
-                upload(info["data"], part, storage_options=self.storage_options)
-                if info["index"]:
-                    upload(info["index"], part + ".idx", storage_options=self.storage_options)
-                info["data"], info["index"] = part, part + ".idx" if info["index"] else None
+                info = self.upload_part(info, part)
         finally:
             if local:
                 shutil.rmtree(local, ignore_errors=True)
         return info
+
+    def upload_part(self, info: dict[str, Any], part: str) -> dict[str, Any]:
+        """Uploads a part written on local disk (``info`` as ``RecordWriter.finish`` gives
+        it) to ``part`` beside the prefix, its index sidecar beside it; returns the info
+        of the uploaded part."""
+        upload(info["data"], part, storage_options=self.storage_options)
+        if info["index"]:
+            upload(info["index"], part + ".idx", storage_options=self.storage_options)
+        return {**info, "data": part, "index": part + ".idx" if info["index"] else None}
 
     def clean_parts(self) -> None:
         """Removes what is left of this write's parts (those of failed or retried
@@ -189,7 +195,7 @@ class DatasetCommit:
 
     # -- internals -------------------------------------------------------------------
 
-    def _part(self, name: str) -> str:
+    def part_path(self, name: str) -> str:
         """Where part ``name`` waits for its final name (locally, the writer hides it
         under a temporary name of its own until then)."""
         hidden = "." if self.url else ""

@@ -6,7 +6,6 @@ import itertools
 import math
 import os
 import re
-import uuid
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -15,7 +14,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import SchemaError
-from ..io.paths import StorageOptions, is_url, remove, upload
+from ..io.paths import StorageOptions, is_url, remove
 from ..io.records import SEEKABLE_MEMBER_BYTES
 from ..schema.columns import as_table
 from ..schema.example import decode_example, encode_example, typed_empty
@@ -146,33 +145,27 @@ class _RemoteShards(_Shards):
 
     def __init__(
         self,
-        url_prefix: str,
+        commit: DatasetCommit,
         local_dir: str,
         compression: str | None,
         index: bool,
         member_bytes: int | None,
-        options: StorageOptions,
     ) -> None:
-        stem = url_prefix.rsplit("/", 1)[-1]
-        super().__init__(os.path.join(local_dir, stem), compression, index, member_bytes)
-        self.url_prefix, self.options = url_prefix, options
-        directory = url_prefix[: len(url_prefix) - len(stem)]
-        self.parts = f"{directory}.{stem}.part-{uuid.uuid4().hex[:12]}"
+        local_prefix = os.path.join(local_dir, commit.stem)
+        super().__init__(local_prefix, compression, index, member_bytes)
+        self.commit, self.options = commit, commit.storage_options
         self.numbers = itertools.count()
 
     def finish(self, w: Any) -> dict[str, Any]:
         info = super().finish(w)
-        part = f"{self.parts}-{next(self.numbers):05d}"
-        local_data, local_index = info["data"], info["index"]
+        local = info["data"], info["index"]
+        part = self.commit.part_path(f"{next(self.numbers):05d}")
         try:
-            upload(local_data, part, storage_options=self.options)
-            info["data"] = part
-            if local_index:
-                upload(local_index, part + ".idx", storage_options=self.options)
-                info["index"] = part + ".idx"
+            # In place: what `done` holds is what an abort removes.
+            info.update(self.commit.upload_part(info, part))
         finally:
-            remove(local_data)
-            remove(local_index)
+            remove(local[0])
+            remove(local[1])
         return info
 
     def abort(self) -> None:
@@ -181,6 +174,8 @@ class _RemoteShards(_Shards):
         for info in self.done:
             remove(info["data"], self.options)
             remove(info["index"], self.options)
+        # A part uploaded whose sidecar then failed to follow is not in `done`.
+        self.commit.clean_parts()
 
 
 def _plan_shards(
@@ -216,12 +211,7 @@ def _write_remote(
     with _commit_of(url_prefix, kwargs, options) as commit:
         with tempfile.TemporaryDirectory(prefix="tfrecordkit-") as local:
             shards = _RemoteShards(
-                url_prefix,
-                local,
-                kwargs["compression"],
-                kwargs["index"],
-                kwargs["member_bytes"],
-                options,
+                commit, local, kwargs["compression"], kwargs["index"], kwargs["member_bytes"]
             )
             return _written(data, shards, kwargs, commit)
 
