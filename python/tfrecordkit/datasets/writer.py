@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -174,8 +175,10 @@ class _RemoteShards(_Shards):
         for info in self.done:
             remove(info["data"], self.options)
             remove(info["index"], self.options)
-        # A part uploaded whose sidecar then failed to follow is not in `done`.
-        self.commit.clean_parts()
+        # A part uploaded whose sidecar then failed to follow is not in `done`. Best
+        # effort: a store that cannot be reached must not hide the error being raised.
+        with contextlib.suppress(OSError):
+            self.commit.clean_parts()
 
 
 def _plan_shards(
