@@ -62,6 +62,7 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     assert "['feature0', 'feature1', 'feature2', 'feature3']" in out
     assert "ElementSpec(shape=(None,), dtype='int64')" in out
     assert "\n[4, 4]\n" in out  # batches bounded in bytes
+    assert "\n[4, 4, 2]\n" in out  # pipeline batches bounded in bytes
     assert "\nTrue ByteRange 10\nTrue\n" in out  # one large file, many readers
     # The object-storage chapter, against its S3 server.
     assert "s3://training-data/scores/train-00000-of-00004.tfrecord\n20000\n20000\n(1024,)" in out

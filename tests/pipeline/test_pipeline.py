@@ -83,6 +83,31 @@ def test_raw_batches_are_lists_of_records(shards):
     assert all(b.dtype == object and isinstance(r, bytes) for b in batches for r in b)
 
 
+def test_batches_of_large_records_end_at_max_bytes(tmp_path):
+    # Records of 300 KB and 100 B: a batch ends at 16 records or once it holds 1 MB.
+    path = tmp_path / "mixed.tfrecord"
+    sizes = [100 if i % 3 == 0 else 300_000 for i in range(40)]
+    with tfr.RecordWriter(path) as w:
+        w.write_many(
+            tfr.encode_example({"blob": bytes([i]) * n, "i": i}) for i, n in enumerate(sizes)
+        )
+    schema = {"blob": tfr.FixedLen([], "bytes"), "i": tfr.FixedLen([], "int64")}
+    ds = tfr.Dataset.from_files(path).parse(schema).batch(16, max_bytes=1_000_000)
+    batches = list(ds)
+    assert [int(i) for b in batches for i in b["i"]] == list(range(40))
+    for b in batches[:-1]:
+        held = [sizes[int(i)] for i in b["i"]]
+        assert sum(held) >= 1_000_000 and sum(held[:-1]) < 1_000_000
+    assert ds.cardinality() == tfr.UNKNOWN_CARDINALITY
+    assert [t.num_rows for t in ds.to_arrow()] == [len(b["i"]) for b in batches]
+    raw = tfr.Dataset.from_files(path).batch(16, drop_remainder=True, max_bytes=1_000_000)
+    assert [len(b) for b in raw] == [len(b["i"]) for b in batches[:-1]]
+    with pytest.raises(TypeError, match="before a map"):
+        tfr.Dataset.from_files(path).map(lambda r: r).batch(4, max_bytes=10)
+    with pytest.raises(ValueError, match="max_bytes"):
+        tfr.Dataset.from_files(path).batch(4, max_bytes=0)
+
+
 def test_seeded_shuffle_repeats_across_runs_and_changes_across_epochs(shards, helpers):
     paths = shards([300, 200])
 

@@ -99,6 +99,7 @@ fn step_of(op: &Bound<'_, PyAny>) -> PyResult<Step> {
         "Batch" => Step::Batch {
             size: op.getattr("size")?.extract()?,
             drop_remainder: op.getattr("drop_remainder")?.extract()?,
+            max_bytes: op.getattr("max_bytes")?.extract()?,
         },
         "Prefetch" => Step::Prefetch(op.getattr("size")?.extract()?),
         "Cache" => {

@@ -314,11 +314,26 @@ class Dataset:
         _check_count("buffer_size", buffer_size)
         return self._then(_core.Shuffle(int(buffer_size), _seed(seed)))
 
-    def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+    def batch(
+        self, batch_size: int, drop_remainder: bool = False, *, max_bytes: int | None = None
+    ) -> Dataset:
         """Groups ``batch_size`` elements; parsed Examples become dicts of arrays with a
-        leading batch axis (``VarLen`` features a :class:`Ragged`)."""
+        leading batch axis (``VarLen`` features a :class:`Ragged`).
+
+        ``max_bytes`` also ends a batch of records once they hold that many bytes, so that
+        memory stays flat whatever the size of a record (images, audio): ``batch_size`` is
+        then an upper bound, and the number of batches is not known before they are read.
+        It batches records (raw or parsed), so it comes before any ``map``.
+
+        >>> ds = tfr.Dataset.from_files("images-*.tfrecord").parse(schema)  # doctest: +SKIP
+        >>> ds.batch(1024, max_bytes=32 << 20).to_arrow()  # doctest: +SKIP
+        """
         _check_count("batch_size", batch_size)
-        batch = Batch(int(batch_size), bool(drop_remainder))
+        if max_bytes is not None:
+            _check_count("max_bytes", max_bytes)
+        batch = Batch(
+            int(batch_size), bool(drop_remainder), None if max_bytes is None else int(max_bytes)
+        )
         last = self._ops[-1] if self._ops else None
         if isinstance(last, ParseSequence) and not last.batched:
             # Batch the records, then parse each batch in one call, padded as one.
@@ -545,7 +560,8 @@ class Dataset:
         types it (bytes as ``large_binary`` or, with ``strings=True`` or for the features
         ``strings`` names, ``large_string``),
         except that ``FixedLenSequence`` rows come padded to their batch's longest, as the
-        pipeline gives them. For SequenceExamples use ``read_arrow(sequence_schema=...)``."""
+        pipeline gives them. For SequenceExamples use ``read_arrow(sequence_schema=...)``.
+        ``batch(n, max_bytes=...)`` bounds each record batch in bytes as well as rows."""
         from ..integrations.arrow_batches import to_arrow
 
         return to_arrow(self, strings)

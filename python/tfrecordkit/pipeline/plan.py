@@ -82,6 +82,7 @@ class Filter:
 class Batch:
     size: int
     drop_remainder: bool
+    max_bytes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -84,9 +84,11 @@ pub enum Step {
         spec: ImageSpec,
         seed: Option<u64>,
     },
+    /// `max_bytes` also ends a batch of records once they hold that many bytes.
     Batch {
         size: usize,
         drop_remainder: bool,
+        max_bytes: Option<usize>,
     },
     Prefetch(usize),
     /// A user function over elements (`map`, and anything else one element in, one out).
@@ -118,9 +120,14 @@ impl Step {
         match self {
             Step::Order(o) => o.counted(),
             Step::Filter => Counted::Filter,
+            // Cut by bytes too, the number of batches depends on the records' sizes.
+            Step::Batch {
+                max_bytes: Some(_), ..
+            } => Counted::Filter,
             Step::Batch {
                 size,
                 drop_remainder,
+                max_bytes: None,
             } => Counted::Batch {
                 size: *size as u64,
                 drop_remainder: *drop_remainder,
@@ -204,6 +211,8 @@ pub struct Compiled {
     pub parsing: Parsing,
     /// The `batch` step the engine runs, and its size and remainder rule.
     pub batch: Option<(usize, usize, bool)>,
+    /// The bytes of records that also end a batch, where the batch says so.
+    pub batch_bytes: Option<usize>,
     pub prefetch: Option<usize>,
     /// The `decode_image` steps the engine runs after parsing, with their stage and
     /// seed (`None`: a fresh one each run).
@@ -233,6 +242,7 @@ pub fn compile(files_level: bool, steps: &[Step]) -> Result<Compiled, PlanError>
         record_ops: Vec::new(),
         parsing: Parsing::None,
         batch: None,
+        batch_bytes: None,
         prefetch: None,
         images: Vec::new(),
         elements: Vec::new(),
@@ -303,10 +313,23 @@ pub fn compile(files_level: bool, steps: &[Step]) -> Result<Compiled, PlanError>
                 Step::Batch {
                     size,
                     drop_remainder,
+                    max_bytes,
                 },
             ) => {
                 c.batch = Some((i, *size, *drop_remainder));
+                c.batch_bytes = *max_bytes;
                 phase = Phase::Batched;
+            }
+            (
+                Phase::Batched | Phase::Elements,
+                Step::Batch {
+                    max_bytes: Some(_), ..
+                },
+            ) => {
+                return order(
+                    "batch(max_bytes=) ends batches of records by their bytes: it comes \
+                     before a map or another batch, not after",
+                )
             }
             (Phase::Records | Phase::Batched, Step::DecodeImage { key, spec, seed })
                 if matches!(c.parsing, Parsing::Examples { .. }) =>
@@ -493,8 +516,10 @@ impl Compiled {
             record_ops,
             batch_size: unit,
             drop_remainder: self.batch.is_some_and(|(_, _, drop)| drop),
-            // Sequence batches are padded to their own longest row: they cannot be joined.
-            refill: batched && !sequences && lists.is_none(),
+            batch_bytes: self.batch_bytes.unwrap_or(usize::MAX),
+            // Sequence batches are padded to their own longest row, and batches cut by
+            // their bytes are short on purpose: neither is joined up again.
+            refill: batched && !sequences && lists.is_none() && self.batch_bytes.is_none(),
             schema,
             feature_lists: lists,
             parse_workers,
@@ -594,7 +619,30 @@ mod tests {
         Step::Batch {
             size,
             drop_remainder: false,
+            max_bytes: None,
         }
+    }
+
+    fn bytes_batch(size: usize, max_bytes: usize) -> Step {
+        Step::Batch {
+            size,
+            drop_remainder: false,
+            max_bytes: Some(max_bytes),
+        }
+    }
+
+    #[test]
+    fn a_batch_cut_by_bytes_reaches_the_plan_and_leaves_the_count_unknown() {
+        let c = compile(false, &[bytes_batch(8, 1 << 20)]).unwrap();
+        let plan = c.plan(run());
+        assert_eq!((plan.batch_size, plan.batch_bytes), (8, 1 << 20));
+        assert!(!plan.refill, "short units are short on purpose");
+        assert_eq!(
+            c.cardinality(3, None, false, || vec![Some(10); 3]),
+            Cardinality::Unknown
+        );
+        let c = compile(false, &[batch(8)]).unwrap();
+        assert_eq!(c.plan(run()).batch_bytes, usize::MAX);
     }
 
     fn interleave() -> Step {
@@ -769,6 +817,16 @@ mod tests {
                 false,
                 vec![Step::Parse(image_schema()), image("image"), image("image")],
                 "feature \"image\" is decoded already",
+            ),
+            (
+                false,
+                vec![Step::Map, bytes_batch(4, 100)],
+                "batch(max_bytes=) ends batches of records",
+            ),
+            (
+                false,
+                vec![batch(2), bytes_batch(4, 100)],
+                "batch(max_bytes=) ends batches of records",
             ),
         ];
         for (files_level, steps, wanted) in cases {

@@ -284,7 +284,7 @@ fn produce(
             Ok(Some(origin)) => {
                 batch.ends.push(batch.data.len());
                 origins.push(origin);
-                if origins.len() == size {
+                if origins.len() == size || batch.data.len() >= plan.batch_bytes {
                     // The next batch starts with room for one like this one.
                     let next = RecordBatch {
                         data: Vec::with_capacity(batch.data.len() + batch.data.len() / 4),

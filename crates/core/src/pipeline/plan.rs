@@ -39,6 +39,8 @@ pub struct Plan {
     pub batch_size: usize,
     /// Drop a last unit shorter than `batch_size`.
     pub drop_remainder: bool,
+    /// A unit also ends once its records hold this many bytes (`usize::MAX`: never).
+    pub batch_bytes: usize,
     /// With `OnError::Continue`, parsed units left short by records that did not parse
     /// are filled up from the next ones, so that only the last unit is ever short.
     pub refill: bool,

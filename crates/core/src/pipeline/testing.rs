@@ -66,6 +66,7 @@ pub(super) fn plan(files: Vec<String>) -> Plan {
         record_ops: Vec::new(),
         batch_size: 1,
         drop_remainder: false,
+        batch_bytes: usize::MAX,
         refill: false,
         schema: None,
         feature_lists: None,

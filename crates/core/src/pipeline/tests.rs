@@ -35,6 +35,28 @@ fn units_hold_batch_size_records_and_the_last_keeps_the_rest() {
 }
 
 #[test]
+fn units_also_end_once_their_records_hold_batch_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    // Records "a0".."a4" hold two bytes each.
+    let mut p = plan(named_files(dir.path(), &[5]));
+    p.batch_size = 4;
+    p.batch_bytes = 5;
+    let cut = vec![Out::unit(&["a0", "a1", "a2"]), Out::unit(&["a3", "a4"])];
+    assert_eq!(run(p.clone()), cut, "6 bytes reach 5: three records a unit");
+    p.drop_remainder = true;
+    assert_eq!(
+        run(p.clone()),
+        cut[..1].to_vec(),
+        "the short last one is dropped"
+    );
+    p.drop_remainder = false;
+    p.batch_bytes = 1;
+    assert_eq!(run(p.clone()).len(), 5, "one record reaches one byte");
+    p.batch_bytes = usize::MAX;
+    assert_eq!(run(p).len(), 2, "the count alone");
+}
+
+#[test]
 fn units_are_delivered_in_order_however_far_ahead_they_are_ready() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = plan(named_files(dir.path(), &[1000]));
