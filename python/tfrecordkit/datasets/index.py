@@ -249,3 +249,26 @@ def _index_count(index: str, size: int, columns: int, options: StorageOptions) -
     if int(last[0]) + int(last[1]) != size:
         return None
     return len(table) if columns == 2 else int(table[:, 3].sum())
+
+
+class KnownCounts:
+    """The record count of each of ``files`` as its dataset manifest or index sidecar
+    gives it (``None`` where neither does), looked up once, when first asked for: what a
+    pipeline's ``cardinality()`` starts from."""
+
+    def __init__(self, files: tuple[str, ...], storage_options: StorageOptions) -> None:
+        self._files, self._options = files, storage_options
+        self._counts: tuple[int | None, ...] | None = None
+
+    def __call__(self) -> tuple[int | None, ...]:
+        if self._counts is None:
+            manifests: dict[str, Any] = {}
+
+            def known(path: str) -> int | None:
+                try:
+                    return _known_count(path, manifests, self._options)
+                except (OSError, ValueError):
+                    return None
+
+            self._counts = tuple(known(f) for f in self._files)
+        return self._counts

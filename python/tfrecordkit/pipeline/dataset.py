@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _core
 from .._renamed import renamed
-from ..datasets.index import _known_count
+from ..datasets.index import KnownCounts
 from ..image import DEFAULT_CROP_RATIO, ImageOptions
 from ..io.options import ReadOptions, check_count
 from ..io.paths import Paths, StorageOptions, expand_paths, opener_for
@@ -675,7 +675,7 @@ def _source(paths: Paths, files_level: bool, o: ReadOptions) -> Source:
         )
     files = tuple(expand_paths(paths, storage_options=o.storage_options))
     opener = opener_for(files, o.storage_options)
-    counts = _RecordCounts(files, o.storage_options)
+    counts = KnownCounts(files, o.storage_options)
     return Source(
         files,
         files_level,
@@ -687,28 +687,6 @@ def _source(paths: Paths, files_level: bool, o: ReadOptions) -> Source:
         opener=opener,
         counts=counts,
     )
-
-
-class _RecordCounts:
-    """The record count of each file as its dataset manifest or index sidecar gives it
-    (``None`` where neither does), looked up once, when first asked for."""
-
-    def __init__(self, files: tuple[str, ...], storage_options: StorageOptions) -> None:
-        self._files, self._options = files, storage_options
-        self._counts: tuple[int | None, ...] | None = None
-
-    def __call__(self) -> tuple[int | None, ...]:
-        if self._counts is None:
-            manifests: dict[str, Any] = {}
-
-            def known(path: str) -> int | None:
-                try:
-                    return _known_count(path, manifests, self._options)
-                except (OSError, ValueError):
-                    return None
-
-            self._counts = tuple(known(f) for f in self._files)
-        return self._counts
 
 
 def _own_cache(op: Cache, suffix: str) -> Cache:
