@@ -1402,10 +1402,7 @@ def main() -> None:
     )
 
     shard_dir = data / f"tutorial-shards-{n_tut}"
-    if not shard_dir.exists():
-        print(f"  building {shard_dir.name} ...", flush=True)
-        shard_dir.mkdir()
-        write_tutorial_shards(shard_dir / "train", n_tut)
+    ensure(shard_dir, lambda d: write_tutorial_shards(d / "train", n_tut))
     shard_glob = str(shard_dir / "train-*.tfrecord")
     measure(
         "interleave pipeline: parse, cache, shuffle 10k, batch 128, prefetch",
@@ -1464,10 +1461,7 @@ def main() -> None:
     if wanted("image pipeline"):
         n_images = 10_000 // scale
         image_dir = data / f"jpeg-shards-{n_images}"
-        if not image_dir.exists():
-            print(f"  building {image_dir.name} ...", flush=True)
-            image_dir.mkdir()
-            write_image_shards(image_dir / "train", n_images)
+        ensure(image_dir, lambda d: write_image_shards(d / "train", n_images))
         image_glob = str(image_dir / "train-*.tfrecord")
         # One TensorFlow figure for both rows, from as many runs as each of ours: its
         # throughput drifts by a quarter from run to run here.

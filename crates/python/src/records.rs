@@ -95,36 +95,55 @@ enum Reading {
     Moving,
 }
 
+/// The read-ahead of `inner`, started on its first batch (`until_large`: it hands the
+/// reader back at the first large record); every batch is then of the same shape.
+fn read_ahead(
+    inner: &mut Reading,
+    max_records: usize,
+    max_bytes: usize,
+    until_large: bool,
+) -> PyResult<&mut BatchesAhead> {
+    if let Reading::Now(_) = inner {
+        let Reading::Now(reader) = std::mem::replace(inner, Reading::Moving) else {
+            unreachable!()
+        };
+        *inner = Reading::Ahead(if until_large {
+            BatchesAhead::until_large(*reader, max_records, max_bytes)
+        } else {
+            BatchesAhead::new(*reader, max_records, max_bytes)
+        });
+    }
+    let Reading::Ahead(ahead) = inner else {
+        unreachable!("a reader that reads ahead")
+    };
+    if ahead.shape() != (max_records, max_bytes) {
+        return Err(PyValueError::new_err(
+            "a reader that reads ahead reads every batch with the same sizes",
+        ));
+    }
+    Ok(ahead)
+}
+
 impl RecordReader {
     /// Reads the next batch into `self.batch`: ahead of the caller once `ahead` asks for
     /// it, every batch then of the same shape.
     fn next_batch(&mut self, py: Python<'_>, max_records: usize, max_bytes: usize) -> PyResult<()> {
-        if self.ahead {
-            if let Reading::Now(_) = self.inner {
-                let Reading::Now(reader) = std::mem::replace(&mut self.inner, Reading::Moving)
-                else {
-                    unreachable!()
-                };
-                self.inner = Reading::Ahead(BatchesAhead::new(*reader, max_records, max_bytes));
-            }
+        let RecordReader {
+            inner,
+            batch,
+            ahead,
+            ..
+        } = self;
+        if *ahead {
+            let ahead = read_ahead(inner, max_records, max_bytes, false)?;
+            return py.detach(|| ahead.next_batch(batch)).py_err(py);
         }
-        let RecordReader { inner, batch, .. } = self;
-        match inner {
-            Reading::Now(reader) => {
-                batch.clear();
-                py.detach(|| reader.read_batch(batch, max_records, max_bytes))
-                    .py_err(py)
-            }
-            Reading::Ahead(ahead) => {
-                if ahead.shape() != (max_records, max_bytes) {
-                    return Err(PyValueError::new_err(
-                        "a reader that reads ahead reads every batch with the same sizes",
-                    ));
-                }
-                py.detach(|| ahead.next_batch(batch)).py_err(py)
-            }
-            Reading::Moving => unreachable!("a reader is always reading"),
-        }
+        let Reading::Now(reader) = inner else {
+            unreachable!("only a reader asked to read ahead does")
+        };
+        batch.clear();
+        py.detach(|| reader.read_batch(batch, max_records, max_bytes))
+            .py_err(py)
     }
 
     /// Reads the next batch ahead of the caller into `self.batch` (once the reader was
@@ -137,25 +156,12 @@ impl RecordReader {
         max_bytes: usize,
     ) -> PyResult<()> {
         self.batch.clear();
-        if let Reading::Now(_) = self.inner {
-            if self.handed_back {
-                return Ok(());
-            }
-            let Reading::Now(reader) = std::mem::replace(&mut self.inner, Reading::Moving) else {
-                unreachable!()
-            };
-            let ahead = BatchesAhead::until_large(*reader, max_records, max_bytes);
-            self.inner = Reading::Ahead(ahead);
+        if self.handed_back && matches!(self.inner, Reading::Now(_)) {
+            return Ok(());
         }
-        let Reading::Ahead(ahead) = &mut self.inner else {
-            unreachable!("a reader that reads ahead")
-        };
-        if ahead.shape() != (max_records, max_bytes) {
-            return Err(PyValueError::new_err(
-                "a reader that reads ahead reads every batch with the same sizes",
-            ));
-        }
-        let read = py.detach(|| ahead.next_batch(&mut self.batch));
+        let RecordReader { inner, batch, .. } = self;
+        let ahead = read_ahead(inner, max_records, max_bytes, true)?;
+        let read = py.detach(|| ahead.next_batch(batch));
         if let Some(reader) = ahead.take_reader() {
             self.inner = Reading::Now(reader);
             self.handed_back = true;
