@@ -14,6 +14,7 @@ pub mod example;
 pub mod feature_lists;
 pub mod foreign;
 pub mod image;
+pub mod in_place;
 pub mod local;
 pub mod memory;
 pub mod multi;
@@ -40,8 +41,11 @@ pub use example::{
     FeatureLists, Features,
 };
 pub use foreign::foreign_format;
+pub use in_place::ParseInPlace;
 pub use local::FileRecordReader;
-pub use multi::{count_records, index_records, parse_index_table, LargeRecords, MultiFileReader};
+pub use multi::{
+    count_records, index_records, parse_index_table, EachRecord, LargeRecords, MultiFileReader,
+};
 pub use parse::{
     parse_examples, Column, DType, ExampleParser, FeatureSpec, Parsed, Schema, SpecKind, MAX_FILL,
     MAX_VALUES,

@@ -26,6 +26,14 @@ pub trait LargeRecords {
     }
 }
 
+/// Records read one at a time by [`MultiFileReader::read_each_into`]: each large record
+/// into a buffer of its own ([`LargeRecords::buffer`]), then every record handed over.
+pub trait EachRecord: LargeRecords {
+    /// The record just read: `Some` of a small one, `None` for a large one, whose bytes
+    /// now fill all of the last buffer given.
+    fn record(&mut self, small: Option<&[u8]>) -> Result<()>;
+}
+
 /// One buffer that every large record is read into, in turn.
 struct Scratch {
     buf: Vec<u8>,
@@ -45,6 +53,31 @@ impl LargeRecords for Scratch {
 
     fn discard(&mut self) {
         self.len = 0;
+    }
+}
+
+/// [`MultiFileReader::read_each`]'s records, large ones read into one buffer in turn.
+struct EachInScratch<'f> {
+    scratch: Scratch,
+    each: &'f mut dyn FnMut(&[u8]) -> Result<()>,
+}
+
+impl LargeRecords for EachInScratch<'_> {
+    fn buffer(&mut self, len: usize) -> Result<&mut [u8]> {
+        self.scratch.buffer(len)
+    }
+
+    fn discard(&mut self) {
+        self.scratch.discard()
+    }
+}
+
+impl EachRecord for EachInScratch<'_> {
+    fn record(&mut self, small: Option<&[u8]>) -> Result<()> {
+        match small {
+            Some(record) => (self.each)(record),
+            None => (self.each)(&self.scratch.buf[..self.scratch.len]),
+        }
     }
 }
 
@@ -270,45 +303,55 @@ impl MultiFileReader {
         max_bytes: usize,
         each: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
-        let mut scratch = Scratch {
-            buf: std::mem::take(&mut self.scratch),
-            len: 0,
+        let mut sink = EachInScratch {
+            scratch: Scratch {
+                buf: std::mem::take(&mut self.scratch),
+                len: 0,
+            },
+            each,
         };
+        let result = self.read_each_into(out, max_records, max_bytes, &mut sink);
+        self.scratch = sink.scratch.buf;
+        result
+    }
+
+    /// As [`MultiFileReader::read_each`], with the buffers for large records made by
+    /// `sink`, which is handed every record.
+    pub fn read_each_into(
+        &mut self,
+        out: &mut RecordBatch,
+        max_records: usize,
+        max_bytes: usize,
+        sink: &mut dyn EachRecord,
+    ) -> Result<()> {
         let mut bytes = out.data.len() + out.large_bytes;
-        let result = loop {
+        loop {
             let before = out.len();
             if before >= max_records || bytes >= max_bytes {
-                break Ok(());
+                return Ok(());
             }
             let start = out.data.len();
-            if let Err(e) = self.read_batch_with(out, before + 1, usize::MAX, Some(&mut scratch)) {
-                break Err(e);
-            }
+            let large_before = out.large_bytes;
+            self.read_batch_with(out, before + 1, usize::MAX, Some(&mut *sink))?;
             if out.len() == before {
                 // The end, or an error kept for the next call.
-                break Ok(());
+                return Ok(());
             }
-            let large = out.large.last() == Some(&before);
-            let record = if large {
-                &scratch.buf[..scratch.len]
-            } else {
-                &out.data[start..]
-            };
-            bytes += record.len();
-            let handed = each(record);
-            // Counted, not kept: the record reads as empty from `out`.
-            if large {
+            let handed = if out.large.last() == Some(&before) {
+                // Counted, not kept: the record reads as empty from `out`.
+                bytes += out.large_bytes - large_before;
                 out.large.pop();
-                out.large_bytes -= scratch.len;
-            }
-            out.data.truncate(start);
+                out.large_bytes = large_before;
+                sink.record(None)
+            } else {
+                bytes += out.data.len() - start;
+                let handed = sink.record(Some(&out.data[start..]));
+                out.data.truncate(start);
+                handed
+            };
             *out.ends.last_mut().expect("the record just read") = start;
-            if let Err(e) = handed {
-                break Err(e);
-            }
-        };
-        self.scratch = scratch.buf;
-        result
+            handed?;
+        }
     }
 
     fn defer(&mut self, out: &RecordBatch, e: Error) -> Result<()> {

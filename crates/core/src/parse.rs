@@ -286,6 +286,9 @@ pub(crate) fn read_feature_into(
     dtype: DType,
     col: &mut Column,
 ) -> Result<(Option<Kind>, usize)> {
+    if let Column::Bytes { data, ends } = col {
+        return read_bytes_feature(buf, dtype, &mut Packed { data, ends });
+    }
     let want = dtype.kind();
     if let Some(payload) = packed_payload(buf, want) {
         match col {
@@ -308,11 +311,6 @@ pub(crate) fn read_feature_into(
                     v.push(p.varint()? as i64);
                 }
                 return Ok((Some(want), v.len() - before));
-            }
-            Column::Bytes { data, ends } => {
-                data.extend_from_slice(payload);
-                ends.push(data.len());
-                return Ok((Some(want), 1));
             }
             _ => {}
         }
@@ -343,20 +341,91 @@ pub(crate) fn read_feature_into(
         match col {
             Column::Int64(v) => read_int64_list(list, v)?,
             Column::Float32(v) => read_float_list(list, v)?,
-            Column::Bytes { data, ends } => crate::example::read_bytes_list(list, |b| {
-                data.extend_from_slice(b);
-                ends.push(data.len());
-            })?,
+            Column::Bytes { .. } => unreachable!("bytes columns are read above"),
         }
     }
+    checked_kind(kind, dtype, col.len() - base)
+}
+
+fn checked_kind(kind: Option<Kind>, dtype: DType, n: usize) -> Result<(Option<Kind>, usize)> {
     match kind {
-        Some(k) if k != want => Err(Error::schema(format!(
+        Some(k) if k != dtype.kind() => Err(Error::schema(format!(
             "data types don't match: found {} but expected {}",
             k.name(),
             dtype.name()
         ))),
-        _ => Ok((kind, col.len() - base)),
+        _ => Ok((kind, n)),
     }
+}
+
+/// Where the values of a bytes feature go: packed into a bytes column, or (for the column
+/// a large record was read into) noted as places in the record, moved into place after.
+trait BytesOut {
+    fn push(&mut self, value: &[u8]);
+    fn count(&self) -> usize;
+    fn truncate(&mut self, n: usize);
+}
+
+/// A bytes column's two vectors.
+struct Packed<'a> {
+    data: &'a mut Vec<u8>,
+    ends: &'a mut Vec<usize>,
+}
+
+impl BytesOut for Packed<'_> {
+    #[inline(always)]
+    fn push(&mut self, value: &[u8]) {
+        self.data.extend_from_slice(value);
+        self.ends.push(self.data.len());
+    }
+
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn truncate(&mut self, n: usize) {
+        self.ends.truncate(n);
+        self.data.truncate(self.ends.last().copied().unwrap_or(0));
+    }
+}
+
+/// [`read_feature_into`] for a bytes feature whose values go to `out`.
+#[inline(always)]
+fn read_bytes_feature(
+    buf: &[u8],
+    dtype: DType,
+    out: &mut impl BytesOut,
+) -> Result<(Option<Kind>, usize)> {
+    let want = dtype.kind();
+    if let Some(payload) = packed_payload(buf, want) {
+        out.push(payload);
+        return Ok((Some(want), 1));
+    }
+    let base = out.count();
+    let mut kind = None;
+    let mut r = WireReader::new(buf);
+    while !r.is_empty() {
+        let (field, wt) = r.tag()?;
+        let Some(k) = Kind::from_field(field) else {
+            r.skip(field, wt)?;
+            continue;
+        };
+        if wt != wire::LEN {
+            return Err(Error::decode(format!(
+                "malformed Feature: list field {field} has wire type {wt}"
+            )));
+        }
+        let list = r.bytes()?;
+        if kind != Some(k) {
+            out.truncate(base);
+            kind = Some(k);
+        }
+        if k == want {
+            crate::example::read_bytes_list(list, |b| out.push(b))?;
+        }
+    }
+    checked_kind(kind, dtype, out.count() - base)
 }
 
 /// Key order seen in the previous record: entry `p` had spec `order[p]` (or none).
@@ -440,7 +509,7 @@ fn take_entry(
     i: usize,
     value: Option<&[u8]>,
     st: &mut RecordState,
-    col: &mut Column,
+    col: &mut impl Values,
 ) {
     let s = &mut st.seen[i];
     if s.record == st.record {
@@ -455,7 +524,7 @@ fn take_entry(
     s.has_value = value.is_some();
     s.failed = false;
     let result = match value {
-        Some(b) => read_feature_into(b, schema.plan[i].dtype, col),
+        Some(b) => col.read(b, schema.plan[i].dtype),
         None => Ok((None, 0)),
     };
     match result {
@@ -478,13 +547,115 @@ fn take_entry(
     }
 }
 
-/// Scans one Example's entries, decoding the wanted features into their columns.
+/// What [`take_entry`] decodes one spec's values into.
+trait Values {
+    fn len(&self) -> usize;
+    fn truncate(&mut self, n: usize);
+    fn read(&mut self, feature: &[u8], dtype: DType) -> Result<(Option<Kind>, usize)>;
+}
+
+impl Values for Column {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        Column::len(self)
+    }
+
+    fn truncate(&mut self, n: usize) {
+        Column::truncate(self, n)
+    }
+
+    #[inline(always)]
+    fn read(&mut self, feature: &[u8], dtype: DType) -> Result<(Option<Kind>, usize)> {
+        read_feature_into(feature, dtype, self)
+    }
+}
+
+/// The spec whose values stay where they are in the record, if any: the bytes column a
+/// large record was read into ([`ExampleParser::push_hosted`]).
+trait Host {
+    fn slot(&mut self, i: usize) -> Option<&mut InRecord>;
+}
+
+impl Host for () {
+    #[inline(always)]
+    fn slot(&mut self, _: usize) -> Option<&mut InRecord> {
+        None
+    }
+}
+
+/// Where one record's values of its host spec are: ranges of the record, or (for a
+/// `Feature` split over several entries, joined before it is read) bytes of their own.
+struct InRecord {
+    spec: usize,
+    record: std::ops::Range<usize>,
+    places: Vec<Place>,
+}
+
+enum Place {
+    /// Offset in the record and length.
+    Record(usize, usize),
+    Own(Vec<u8>),
+}
+
+impl Place {
+    fn len(&self) -> usize {
+        match self {
+            Place::Record(_, n) => *n,
+            Place::Own(v) => v.len(),
+        }
+    }
+}
+
+impl Host for InRecord {
+    #[inline(always)]
+    fn slot(&mut self, i: usize) -> Option<&mut InRecord> {
+        (i == self.spec).then_some(self)
+    }
+}
+
+impl BytesOut for InRecord {
+    fn push(&mut self, value: &[u8]) {
+        let at = value.as_ptr() as usize;
+        if self.record.start <= at && at + value.len() <= self.record.end {
+            let offset = at - self.record.start;
+            self.places.push(Place::Record(offset, value.len()));
+        } else {
+            self.places.push(Place::Own(value.to_vec()));
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.places.len()
+    }
+
+    fn truncate(&mut self, n: usize) {
+        self.places.truncate(n);
+    }
+}
+
+impl Values for InRecord {
+    fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    fn truncate(&mut self, n: usize) {
+        self.places.truncate(n);
+    }
+
+    fn read(&mut self, feature: &[u8], dtype: DType) -> Result<(Option<Kind>, usize)> {
+        read_bytes_feature(feature, dtype, self)
+    }
+}
+
+/// Scans one Example's entries, decoding the wanted features into their columns (those
+/// of `host`'s spec into `host`).
 fn scan(
     schema: &Schema,
     record: &[u8],
     st: &mut RecordState,
     order: &mut KeyOrder,
     acc: &mut Acc,
+    host: &mut impl Host,
 ) -> Result<()> {
     let mut pos = 0;
     let mut r = WireReader::new(record);
@@ -502,7 +673,10 @@ fn scan(
                 // Keys the schema does not ask for are skipped unread, as TensorFlow does,
                 // even when they are not valid UTF-8.
                 if let Some(i) = order.find(schema, pos, key) {
-                    take_entry(schema, i, Some(value), st, &mut acc.values[i]);
+                    match host.slot(i) {
+                        Some(h) => take_entry(schema, i, Some(value), st, h),
+                        None => take_entry(schema, i, Some(value), st, &mut acc.values[i]),
+                    }
                 }
                 at = next;
                 pos += 1;
@@ -519,13 +693,18 @@ fn scan(
             at += features.pos();
             let (key, value) = read_map_entry(entry)?;
             if let Some(i) = order.find(schema, pos, key) {
-                let col = &mut acc.values[i];
-                match value {
-                    EntryValue::Absent => take_entry(schema, i, None, st, col),
-                    EntryValue::One(b) => take_entry(schema, i, Some(b), st, col),
+                let joined;
+                let value = match value {
+                    EntryValue::Absent => None,
+                    EntryValue::One(b) => Some(b),
                     EntryValue::Many(parts) => {
-                        take_entry(schema, i, Some(&parts.concat()), st, col)
+                        joined = parts.concat();
+                        Some(&joined[..])
                     }
+                };
+                match host.slot(i) {
+                    Some(h) => take_entry(schema, i, value, st, h),
+                    None => take_entry(schema, i, value, st, &mut acc.values[i]),
                 }
             }
             pos += 1;
@@ -571,7 +750,13 @@ fn parse_record(
     acc: &mut Acc,
 ) -> Result<()> {
     st.record += 1;
-    scan(schema, record, st, order, acc)?;
+    scan(schema, record, st, order, acc, &mut ())?;
+    finish_record(schema, st, acc)
+}
+
+/// Checks what a scanned record held of each spec against its shape, filling in defaults
+/// and noting counts.
+fn finish_record(schema: &Schema, st: &mut RecordState, acc: &mut Acc) -> Result<()> {
     for (i, plan) in schema.plan.iter().enumerate() {
         let s = st.seen[i];
         let (kind, n, has_value) = if s.record == st.record {
@@ -648,6 +833,9 @@ pub struct ExampleParser<'s> {
     order: KeyOrder,
     records: usize,
     first_index: usize,
+    /// The bytes column the next large record is read into, while it is there.
+    hosting: Option<usize>,
+    places: Vec<Place>,
 }
 
 impl<'s> ExampleParser<'s> {
@@ -679,6 +867,8 @@ impl<'s> ExampleParser<'s> {
             order: KeyOrder { order: Vec::new() },
             records: 0,
             first_index: 0,
+            hosting: None,
+            places: Vec::new(),
         }
     }
 
@@ -704,6 +894,94 @@ impl<'s> ExampleParser<'s> {
             &mut self.acc,
         )
         .map_err(|e| e.with_record(index as u64))?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Room for a record of `len` bytes at the end of a bytes column (the one holding the
+    /// most so far), for the reader to read it straight into; the record is then parsed
+    /// there by [`ExampleParser::push_hosted`], which moves that column's values down over
+    /// it, so that they are copied once from the file and again only within the cache.
+    /// `None` when the schema has no bytes column, or the memory cannot be had.
+    pub(crate) fn host(&mut self, len: usize) -> Option<&mut [u8]> {
+        let (spec, data) = self
+            .acc
+            .values
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, c)| match c {
+                Column::Bytes { data, .. } => Some((i, data)),
+                _ => None,
+            })
+            .rev()
+            .max_by_key(|(_, data)| data.len())?;
+        data.try_reserve(len).ok()?;
+        self.hosting = Some(spec);
+        let start = data.len();
+        // SAFETY: `try_reserve` made room for `len` more bytes past `start`; the reader
+        // only writes them, and `push_hosted` counts them in only once they all were.
+        Some(unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().add(start), len) })
+    }
+
+    /// The record [`ExampleParser::host`] gave room for was not read: drops it.
+    pub(crate) fn unhost(&mut self) {
+        self.hosting = None;
+    }
+
+    /// Parses the record of `len` bytes read into the room [`ExampleParser::host`]
+    /// last gave, as [`ExampleParser::push`] would.
+    ///
+    /// # Safety
+    /// All `len` bytes of that room were written.
+    pub(crate) unsafe fn push_hosted(&mut self, len: usize) -> Result<()> {
+        let spec = self.hosting.take().expect("a record read into a column");
+        let index = self.first_index + self.records;
+        let Column::Bytes { data, .. } = &mut self.acc.values[spec] else {
+            unreachable!("hosted by a bytes column")
+        };
+        let mut buf = std::mem::take(data);
+        let at = buf.len();
+        // SAFETY: the caller wrote the `len` bytes past `at`, reserved in `host`.
+        unsafe { buf.set_len(at + len) };
+        let record = &buf[at..];
+        let mut host = InRecord {
+            spec,
+            record: record.as_ptr_range().start as usize..record.as_ptr_range().end as usize,
+            places: std::mem::take(&mut self.places),
+        };
+        self.state.record += 1;
+        let scanned = scan(
+            self.schema,
+            record,
+            &mut self.state,
+            &mut self.order,
+            &mut self.acc,
+            &mut host,
+        );
+        let Column::Bytes { data, ends } = &mut self.acc.values[spec] else {
+            unreachable!("hosted by a bytes column")
+        };
+        // Each value moves down to where the column ends: never past the record bytes
+        // still to move, which come after the bytes that made the values before.
+        let mut end = at;
+        if scanned.is_ok() {
+            for place in host.places.drain(..) {
+                let n = place.len();
+                match place {
+                    Place::Record(offset, _) => buf.copy_within(at + offset..at + offset + n, end),
+                    Place::Own(v) => buf[end..end + n].copy_from_slice(&v),
+                }
+                end += n;
+                ends.push(end);
+            }
+        }
+        buf.truncate(end);
+        *data = buf;
+        host.places.clear();
+        self.places = host.places;
+        scanned
+            .and_then(|()| finish_record(self.schema, &mut self.state, &mut self.acc))
+            .map_err(|e| e.with_record(index as u64))?;
         self.records += 1;
         Ok(())
     }

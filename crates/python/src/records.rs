@@ -11,8 +11,8 @@ use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
 use tfrecordkit_core::LargeRecords;
 use tfrecordkit_core::{
-    BatchesAhead, Compression, ExampleParser, Finished, MultiFileReader, Parsed, ReadOptions,
-    RecordBatch, Span, WriteOptions,
+    BatchesAhead, Compression, ExampleParser, Finished, MultiFileReader, ParseInPlace, Parsed,
+    ReadOptions, RecordBatch, Span, WriteOptions,
 };
 
 use crate::convert::bytes_like;
@@ -192,13 +192,11 @@ impl RecordReader {
             // Room for the batch's bytes (up to the bound, and the record that passes it:
             // about one more like the first) before the first record read here, so that
             // values are copied into their columns once, not again as a column doubles.
-            let mut room = (batch.data.len() < max_bytes).then(|| max_bytes - batch.data.len());
-            reader.read_each(batch, max_records, max_bytes, &mut |r| {
-                if let Some(room) = room.take() {
-                    parser.reserve_bytes(room.min(PARSE_RESERVE).saturating_add(r.len()));
-                }
-                parser.push(r)
-            })?;
+            let room = max_bytes
+                .saturating_sub(batch.data.len())
+                .min(PARSE_RESERVE);
+            let mut sink = ParseInPlace::new(&mut parser, room);
+            reader.read_each_into(batch, max_records, max_bytes, &mut sink)?;
             if parser.is_empty() {
                 return Ok(None);
             }

@@ -1,0 +1,273 @@
+//! Large Examples parsed where they are read (in the end of a bytes column, its values
+//! then moved down over the record) give what `parse_examples` gives, on every wire shape
+//! a bytes feature can take: repeated keys, a `Feature` split over entries, lists of other
+//! kinds, empty values, and large values in a column other than the one read into.
+
+mod common;
+
+use common::write_framed;
+use tfrecordkit_core::reader::DIRECT_MIN;
+use tfrecordkit_core::{
+    parse_examples, Column, DType, ErrorKind, ExampleParser, FeatureSpec, MultiFileReader,
+    ParseInPlace, Parsed, ReadOptions, RecordBatch, Schema, SpecKind,
+};
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A length-delimited field.
+fn field(number: u64, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint(number << 3 | 2, &mut out);
+    varint(body.len() as u64, &mut out);
+    out.extend_from_slice(body);
+    out
+}
+
+fn bytes_list(values: &[&[u8]]) -> Vec<u8> {
+    let list: Vec<u8> = values.iter().flat_map(|v| field(1, v)).collect();
+    field(1, &list)
+}
+
+fn int64_list(values: &[u64]) -> Vec<u8> {
+    let mut packed = Vec::new();
+    for &v in values {
+        varint(v, &mut packed);
+    }
+    field(3, &field(1, &packed))
+}
+
+/// A map entry whose `Feature` is given as one or more serialized pieces.
+fn entry(key: &str, pieces: &[Vec<u8>]) -> Vec<u8> {
+    let mut body = field(1, key.as_bytes());
+    for piece in pieces {
+        body.extend(field(2, piece));
+    }
+    field(1, &body)
+}
+
+fn example(entries: &[Vec<u8>]) -> Vec<u8> {
+    field(1, &entries.concat())
+}
+
+fn blob(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| seed.wrapping_add((i % 251) as u8))
+        .collect()
+}
+
+fn spec(key: &str, dtype: DType, kind: SpecKind, default: Option<Column>) -> FeatureSpec {
+    FeatureSpec {
+        key: key.into(),
+        dtype,
+        kind,
+        default,
+    }
+}
+
+fn schema() -> Schema {
+    Schema::new(vec![
+        spec("a", DType::Bytes, SpecKind::VarLen, None),
+        spec(
+            "b",
+            DType::Bytes,
+            SpecKind::FixedLen { shape: vec![] },
+            Some(Column::from_bytes(&[b"none"])),
+        ),
+        spec("n", DType::Int64, SpecKind::VarLen, None),
+    ])
+    .unwrap()
+}
+
+/// Records in every shape, most of them large enough to be read in place.
+fn records() -> Vec<Vec<u8>> {
+    let big = DIRECT_MIN as usize;
+    let (x, y, z) = (blob(big, 1), blob(big + 300, 7), blob(3 * big, 9));
+    let b = |v: &[u8]| entry("b", &[bytes_list(&[v])]);
+    vec![
+        // The large value first, then small features.
+        example(&[
+            entry("a", &[bytes_list(&[&x])]),
+            b(b"small"),
+            entry("n", &[int64_list(&[1, 2])]),
+        ]),
+        // Small features first, several values, an empty one among them.
+        example(&[
+            entry("n", &[int64_list(&[3])]),
+            b(b"s"),
+            entry("a", &[bytes_list(&[b"", &y, b"tail", &x])]),
+        ]),
+        // A repeated key: the last entry wins.
+        example(&[
+            entry("a", &[bytes_list(&[&z])]),
+            b(b"first"),
+            entry("a", &[bytes_list(&[b"q", &y])]),
+        ]),
+        // A Feature split over two entries of one key, merged.
+        example(&[
+            entry("a", &[bytes_list(&[&x]), bytes_list(&[b"joined", &y])]),
+            b(b"x"),
+        ]),
+        // A list of another kind replaced by a bytes list; "b" missing (its default).
+        example(&[entry("a", &[int64_list(&[5]), bytes_list(&[&y])])]),
+        // The large value in "b", which is not the column read into at first.
+        example(&[entry("a", &[bytes_list(&[b"short"])]), b(&z)]),
+        // A small record between large ones.
+        example(&[entry("a", &[bytes_list(&[b"tiny"])]), b(b"t")]),
+        // No "a" at all (VarLen: no values), a large unwanted feature.
+        example(&[entry("skip", &[bytes_list(&[&z])]), b(b"u")]),
+        example(&[entry("a", &[bytes_list(&[&z, &z])]), b(&y)]),
+    ]
+}
+
+/// `records` parsed by reading them from a file, in place, in batches of `per_batch`.
+fn parse_in_place(
+    schema: &Schema,
+    records: &[Vec<u8>],
+    per_batch: usize,
+) -> Vec<tfrecordkit_core::Result<Vec<Parsed>>> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_framed(dir.path(), "a", records);
+    let mut reader = MultiFileReader::new(vec![path], ReadOptions::default(), None);
+    let mut out = Vec::new();
+    let mut batch = RecordBatch::default();
+    loop {
+        batch.clear();
+        let mut parser = ExampleParser::new(schema, per_batch);
+        let mut sink = ParseInPlace::new(&mut parser, 1 << 20);
+        let read = reader.read_each_into(&mut batch, per_batch, usize::MAX, &mut sink);
+        if batch.is_empty() {
+            return out;
+        }
+        out.push(read.and_then(|()| parser.finish()));
+    }
+}
+
+#[test]
+fn every_wire_shape_parses_as_the_batch_does() {
+    let schema = schema();
+    let records = records();
+    for per_batch in [1, 2, 3, records.len()] {
+        let got = parse_in_place(&schema, &records, per_batch);
+        let want: Vec<Vec<Parsed>> = records
+            .chunks(per_batch)
+            .map(|chunk| parse_examples(&schema, chunk).unwrap())
+            .collect();
+        let got: Vec<Vec<Parsed>> = got.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got, want, "batches of {per_batch}");
+    }
+}
+
+#[test]
+fn the_column_read_into_is_the_one_holding_most() {
+    // "b" holds the most after the first record, so later ones are read into it while
+    // the large values of "a" are copied into their column.
+    let big = DIRECT_MIN as usize;
+    let (x, y, z) = (blob(big, 2), blob(big + 1, 4), blob(4 * big, 6));
+    let records = vec![
+        example(&[
+            entry("a", &[bytes_list(&[b"s"])]),
+            entry("b", &[bytes_list(&[&z])]),
+        ]),
+        example(&[
+            entry("a", &[bytes_list(&[&x, &x])]),
+            entry("b", &[bytes_list(&[&y])]),
+        ]),
+        example(&[
+            entry("b", &[bytes_list(&[&x])]),
+            entry("a", &[bytes_list(&[&y])]),
+        ]),
+        example(&[entry("a", &[bytes_list(&[&y])])]),
+    ];
+    let schema = schema();
+    let got = parse_in_place(&schema, &records, records.len());
+    let got: Vec<Vec<Parsed>> = got.into_iter().map(Result::unwrap).collect();
+    assert_eq!(got, vec![parse_examples(&schema, &records).unwrap()]);
+}
+
+#[test]
+fn schemas_without_bytes_columns_parse_large_records_too() {
+    let schema = Schema::new(vec![spec("n", DType::Int64, SpecKind::VarLen, None)]).unwrap();
+    let records = records();
+    let got: Vec<Vec<Parsed>> = parse_in_place(&schema, &records, 4)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let want: Vec<Vec<Parsed>> = records
+        .chunks(4)
+        .map(|c| parse_examples(&schema, c).unwrap())
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_bad_large_record_is_named_as_the_batch_names_it() {
+    let schema = schema();
+    let x = blob(DIRECT_MIN as usize, 3);
+    let mut records = records();
+    // "a" holds int64s in the end: the wrong kind, found after its bytes were noted.
+    records.insert(
+        2,
+        example(&[entry("a", &[bytes_list(&[&x]), int64_list(&[1])])]),
+    );
+    // A truncated value inside a large record.
+    let mut cut = example(&[entry("a", &[bytes_list(&[&x])])]);
+    cut.truncate(cut.len() - 10);
+    records.push(cut);
+    let got = parse_in_place(&schema, &records, records.len());
+    let err = got.into_iter().next().unwrap().unwrap_err();
+    let want = parse_examples(&schema, &records).unwrap_err();
+    assert_eq!(
+        (err.kind, err.record_index, err.key.as_deref()),
+        (want.kind, want.record_index, want.key.as_deref())
+    );
+    assert_eq!(err.kind, ErrorKind::Schema);
+    // Each batch of one: the truncated record is a decode error, and the rest parse.
+    let got = parse_in_place(&schema, &records, 1);
+    let kinds: Vec<Option<ErrorKind>> = got
+        .iter()
+        .map(|r| r.as_ref().err().map(|e| e.kind))
+        .collect();
+    let want: Vec<Option<ErrorKind>> = records
+        .chunks(1)
+        .map(|c| parse_examples(&schema, c).err().map(|e| e.kind))
+        .collect();
+    assert_eq!(kinds, want);
+    assert!(want.iter().filter(|k| k.is_some()).count() == 2, "{want:?}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Damaged large records (bytes changed near either end, or cut) parse in place as
+    /// in a batch: the same values, or an error of the same kind for the same record.
+    #[test]
+    fn damaged_large_records_parse_as_the_batch_does(
+        pick in 0usize..9,
+        edits in proptest::collection::vec((0usize..96, proptest::prelude::any::<u8>(), proptest::prelude::any::<bool>()), 1..4),
+        cut in 0usize..64,
+    ) {
+        let schema = schema();
+        let mut record = records()[pick].clone();
+        for (at, byte, from_end) in edits {
+            let i = if from_end { record.len().saturating_sub(at + 1) } else { at.min(record.len() - 1) };
+            record[i] = byte;
+        }
+        record.truncate(record.len() - cut);
+        let records = vec![records()[0].clone(), record];
+        let got = parse_in_place(&schema, &records, 2).pop().unwrap();
+        match (got, parse_examples(&schema, &records)) {
+            (Ok(got), Ok(want)) => proptest::prop_assert_eq!(got, want),
+            (Err(got), Err(want)) => proptest::prop_assert_eq!(
+                (got.kind, got.record_index, got.key),
+                (want.kind, want.record_index, want.key)
+            ),
+            (got, want) => proptest::prop_assert!(false, "{:?} against {:?}", got.map(|_| ()), want.map(|_| ())),
+        }
+    }
+}
