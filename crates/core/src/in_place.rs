@@ -1,11 +1,16 @@
-//! Parsing large Examples where they are read: each is read from the file straight into
-//! the end of the batch's largest bytes column and parsed there, and that column's values
-//! are then moved down over the record within the cache, so that a large value is copied
-//! from the page cache once, into the column that is handed out.
+//! Parsing large Examples where they are read: each (up to [`HOST_MAX`] bytes) is read
+//! from the file straight into the end of the batch's largest bytes column and parsed
+//! there, and that column's values are then moved down over the record within the cache,
+//! so that a large value is copied from the page cache once, into the column handed out.
 
 use crate::error::Result;
 use crate::multi::{EachRecord, LargeRecords};
 use crate::parse::ExampleParser;
+
+/// The largest record read into a column: moving its values down then stays within a
+/// core's cache. A larger one is read into a buffer of its own and its values copied out,
+/// which is faster than moving them within memory by a few bytes.
+pub const HOST_MAX: usize = 1 << 20;
 
 /// Hands records read by [`MultiFileReader::read_each_into`](crate::MultiFileReader::read_each_into)
 /// to an [`ExampleParser`], large ones read into its columns.
@@ -16,19 +21,21 @@ pub struct ParseInPlace<'p, 's> {
     /// The large record being read, and whether a column holds it (else `scratch`).
     large: usize,
     hosted: bool,
-    scratch: Vec<u8>,
+    scratch: &'p mut Vec<u8>,
 }
 
 impl<'p, 's> ParseInPlace<'p, 's> {
     /// Parses into `parser`; before the first record, each bytes column gets room for
-    /// `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]).
-    pub fn new(parser: &'p mut ExampleParser<'s>, room: usize) -> Self {
+    /// `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]). Records
+    /// larger than [`HOST_MAX`] are read into `scratch`, grown as needed and best kept
+    /// from batch to batch.
+    pub fn new(parser: &'p mut ExampleParser<'s>, room: usize, scratch: &'p mut Vec<u8>) -> Self {
         ParseInPlace {
             parser,
             room: Some(room),
             large: 0,
             hosted: false,
-            scratch: Vec::new(),
+            scratch,
         }
     }
 
@@ -43,7 +50,7 @@ impl LargeRecords for ParseInPlace<'_, '_> {
     fn buffer(&mut self, len: usize) -> Result<&mut [u8]> {
         self.make_room(len);
         self.large = len;
-        self.hosted = self.parser.host(len).is_some();
+        self.hosted = len <= HOST_MAX && self.parser.host(len).is_some();
         if self.hosted {
             return Ok(self.parser.host(len).expect("room made just before"));
         }

@@ -86,6 +86,9 @@ pub struct RecordReader {
     /// Whether the reading thread handed the reader back at a large record: batches of
     /// `bytes` are read in place from then on.
     handed_back: bool,
+    /// Where a large record too large to read into its column is read, kept from batch to
+    /// batch so that it is not made (and zeroed) again for each.
+    large: Vec<u8>,
 }
 
 enum Reading {
@@ -180,7 +183,12 @@ impl RecordReader {
         max_bytes: usize,
         raw_bytes: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let RecordReader { inner, batch, .. } = self;
+        let RecordReader {
+            inner,
+            batch,
+            large,
+            ..
+        } = self;
         let Reading::Now(reader) = inner else {
             unreachable!("handed back")
         };
@@ -195,7 +203,7 @@ impl RecordReader {
             let room = max_bytes
                 .saturating_sub(batch.data.len())
                 .min(PARSE_RESERVE);
-            let mut sink = ParseInPlace::new(&mut parser, room);
+            let mut sink = ParseInPlace::new(&mut parser, room, large);
             reader.read_each_into(batch, max_records, max_bytes, &mut sink)?;
             if parser.is_empty() {
                 return Ok(None);
@@ -272,6 +280,7 @@ impl RecordReader {
                 batch: RecordBatch::default(),
                 ahead: ahead && !follow,
                 handed_back: false,
+                large: Vec::new(),
             })
         })
     }
