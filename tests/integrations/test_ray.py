@@ -78,6 +78,21 @@ def test_read_types_columns_and_splits_files_among_tasks(shards):
     assert sorted(r["id"] for r in tasks.take_all()) == list(range(N))
 
 
+def test_read_ends_blocks_at_batch_bytes(tmp_path):
+    from tfrecordkit.integrations.ray import _read_files
+
+    path = str(tmp_path / "images.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        for i in range(30):
+            w.write(tfr.encode_example({"i": i, "img": bytes([i]) * 100_000}))
+    ds = tfr.ray.read(path, batch_bytes=250_000)
+    assert sorted(r["i"] for r in ds.take_all()) == list(range(30))
+    # What each read task yields: blocks whose records hold about batch_bytes.
+    schema = tfr.infer_schema(path)
+    blocks = _read_files([path], schema, 65_536, 250_000, False, "auto", None, None)
+    assert [b.num_rows for b in blocks] == [3] * 10
+
+
 def test_read_refuses_unknown_columns_and_names_missing_files(tmp_path, shards):
     with pytest.raises(KeyError, match="nope"):
         tfr.ray.read(shards.files, columns=["nope"])

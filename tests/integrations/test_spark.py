@@ -88,6 +88,31 @@ def test_sequence_examples_and_raw_records(spark, tmp_path: Path) -> None:
     assert sorted(bytes(r.byteArray) for r in raw.collect()) == sorted(tfr.read_records(path))
 
 
+def test_batches_handed_to_spark_are_bounded_in_rows_and_bytes(spark, tmp_path: Path) -> None:
+    from tfrecordkit.integrations.spark import TFRecordDataSource
+
+    path = tmp_path / "images.tfrecord"
+    with tfr.RecordWriter(str(path)) as w:
+        for i in range(30):
+            w.write(tfr.encode_example({"i": i, "img": bytes([i]) * 100_000}))
+
+    def batches(**options: str) -> list[int]:
+        source = TFRecordDataSource({"path": str(path), **options})
+        reader = source.reader(source.schema())
+        return [b.num_rows for part in reader.partitions() for b in reader.read(part)]
+
+    assert batches() == [30]
+    # A batch ends once its records hold batchBytes: three records of 100 KB each.
+    assert batches(batchBytes="250KB") == [3] * 10
+    assert batches(batchSize="4") == [4] * 7 + [2]
+    assert batches(recordType="ByteArray", batchBytes="250KB") == [3] * 10
+    with pytest.raises(ValueError, match="as a size"):
+        batches(batchBytes="lots")
+    df = spark.read.format("tfrecord").option("batchBytes", "250KB").load(str(path))
+    rows = _sorted(df)
+    assert [r.i for r in rows] == list(range(30)) and bytes(rows[7].img) == bytes([7]) * 100_000
+
+
 def test_write_commits_a_dataset_tensorflow_reads(spark, dataset: Path, tmp_path: Path) -> None:
     import tensorflow as tf
 

@@ -25,6 +25,7 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import Manifest
+from ..io.options import DEFAULT_BATCH_BYTES
 from ..io.paths import Paths, StorageOptions, expand_paths, file_size, is_url
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
@@ -49,6 +50,7 @@ def read(
     storage_options: StorageOptions = None,
     sequence_schema: Schema | dict[str, Any] | None = None,
     override_num_blocks: int | None = None,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
     **ray_args: Any,
 ) -> Any:
     """The Examples of ``paths`` (files, globs, directories or URLs) as a
@@ -58,7 +60,9 @@ def read(
     The files are split among Ray's read tasks (``override_num_blocks`` caps their number),
     and a file larger than a task's share is itself split by the record offsets of its
     ``.idx`` sidecar (:func:`tfrecordkit.byte_ranges`); each task streams its part in
-    Arrow blocks of up to ``batch_size`` rows. ``schema`` is
+    Arrow blocks of up to ``batch_size`` rows, a block ending sooner once its records hold
+    ``batch_bytes`` (4 MiB by default), so that large rows (images, audio) keep blocks
+    small. ``schema`` is
     inferred from the first Examples when omitted; ``sequence_schema`` reads
     SequenceExamples, as :func:`tfrecordkit.read_arrow` does. Other keyword arguments go to
     ``ray.data.read_datasource`` (``concurrency``, ``num_cpus``, ...).
@@ -72,7 +76,7 @@ def read(
         sequence_schema = schema.sequence
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
     sizes = [file_size(f, storage_options) for f in files]
-    options = (batch_size, strings, compression, storage_options, lists)
+    options = (batch_size, batch_bytes, strings, compression, storage_options, lists)
     source = _Source(files, sizes, context, arrow_schema, options)
     return ray.data.read_datasource(source, override_num_blocks=override_num_blocks, **ray_args)
 
@@ -81,6 +85,7 @@ def _read_files(
     files: list[str | ByteRange],
     schema: Schema,
     batch_size: int,
+    batch_bytes: int,
     strings: bool | Sequence[str],
     compression: str | None,
     storage_options: StorageOptions,
@@ -92,6 +97,7 @@ def _read_files(
         files,
         schema,
         batch_size=batch_size,
+        batch_bytes=batch_bytes,
         strings=strings,
         compression=compression,
         storage_options=storage_options,
@@ -113,7 +119,7 @@ class _Source(Datasource):
         super().__init__()
         self.files, self.sizes = files, sizes
         self.schema, self.arrow_schema = schema, arrow_schema
-        # batch_size, strings, compression, storage_options, sequence_schema
+        # batch_size, batch_bytes, strings, compression, storage_options, sequence_schema
         self.options = options
 
     def get_name(self) -> str:
@@ -129,7 +135,7 @@ class _Source(Datasource):
         # Files larger than a task's share are split by the record offsets of their index,
         # so that one large file still feeds every task.
         share = max(MIN_TASK_BYTES, -(-sum(self.sizes) // parallelism))
-        compression, options = self.options[2], self.options[3]
+        compression, options = self.options[3], self.options[4]
         items: list[str | ByteRange] = []
         sizes: list[int] = []
         for f, size in zip(self.files, self.sizes, strict=True):

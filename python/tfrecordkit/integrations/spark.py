@@ -47,6 +47,8 @@ except ImportError as err:  # pragma: no cover - the [spark] extra installs it
 
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import manifest_path
+from ..datasets.writer import parse_size
+from ..io.options import DEFAULT_BATCH_BYTES
 from ..io.paths import (
     GLOB_CHARS,
     exists,
@@ -162,6 +164,8 @@ class _ReadPlan:
     on_error: str
     resync: bool = False
     partition_bytes: int = 64 << 20
+    batch_size: int = 65_536
+    batch_bytes: int = DEFAULT_BATCH_BYTES
     #: Partition columns found in the files' name=value directories, and each file's values.
     partition_columns: list[str] = field(default_factory=list)
     partition_values: list[tuple[str | None, ...]] = field(default_factory=list)
@@ -191,7 +195,11 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
     if on_error not in ("raise", "skip"):
         raise ValueError(f"onError must be raise or skip, not {on_error!r}")
     resync = options.get("resync", "false").lower() == "true"
-    partition_bytes = int(options.get("partitionbytes", 64 << 20))
+    partition_bytes = parse_size(options.get("partitionbytes", 64 << 20))
+    batch_size = int(options.get("batchsize", 65_536))
+    batch_bytes = parse_size(options.get("batchbytes", DEFAULT_BATCH_BYTES))
+    if batch_size < 1 or batch_bytes < 1:
+        raise ValueError("batchSize and batchBytes must be positive")
     context: Schema | None = None
     lists: Schema | None = None
     given = options.get("schema")
@@ -225,6 +233,8 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
         on_error=on_error,
         resync=resync,
         partition_bytes=partition_bytes,
+        batch_size=batch_size,
+        batch_bytes=batch_bytes,
         partition_columns=partition_columns,
         partition_values=values,
     )
@@ -276,7 +286,9 @@ class TFRecordDataSource(DataSource):
     default), ``strings`` (``true``, or the features to read as StringType), ``onError``
     (``raise`` or ``skip``), ``storage_options`` (JSON, for ``s3://`` and other URLs),
     ``partitionBytes`` (bytes per partition, 64 MiB by default; a larger indexed file is
-    split among partitions).
+    split among partitions), ``batchSize`` and ``batchBytes`` (an Arrow batch handed to
+    Spark ends at 65,536 rows, or sooner once its records hold 4 MiB; sizes such as
+    ``"16MiB"`` are taken).
     Write options: ``compression``, ``index`` (``false`` for no ``.idx`` sidecars),
     ``storage_options``, ``partitionOverwriteMode`` (with ``partitionBy`` and
     ``overwrite``: ``static`` replaces every dataset under the path, ``dynamic`` only the
@@ -373,7 +385,11 @@ class _Reader(DataSourceReader):
             from ..io.records import read_batches
 
             for batch in read_batches(
-                paths, 4096, compression=p.compression, storage_options=p.storage_options
+                paths,
+                p.batch_size,
+                compression=p.compression,
+                storage_options=p.storage_options,
+                batch_bytes=p.batch_bytes,
             ):
                 raw = pa.RecordBatch.from_arrays([pa.array(batch, pa.binary())], ["byteArray"])
                 yield _with_values(raw, p, partition).select(self.target.names)
@@ -387,6 +403,8 @@ class _Reader(DataSourceReader):
             storage_options=p.storage_options,
             on_error=p.on_error,  # type: ignore[arg-type]
             resync=p.resync,
+            batch_size=p.batch_size,
+            batch_bytes=p.batch_bytes,
         )
         for batch in reader:
             yield _with_values(batch, p, partition).select(self.target.names).cast(self.target)
