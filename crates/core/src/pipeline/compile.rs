@@ -20,6 +20,9 @@ use crate::reader::ReadOptions;
 
 /// Records per unit when the plan does not batch: the engine hands records on in units.
 pub const UNIT: usize = 256;
+/// A unit of a plan that does not batch also ends once its records hold this much, so
+/// that large records (images, audio) keep units, and the memory they take, small.
+pub const UNIT_BYTES: usize = 4 << 20;
 
 impl Order {
     pub fn record_op(self) -> RecordOp {
@@ -516,7 +519,10 @@ impl Compiled {
             record_ops,
             batch_size: unit,
             drop_remainder: self.batch.is_some_and(|(_, _, drop)| drop),
-            batch_bytes: self.batch_bytes.unwrap_or(usize::MAX),
+            // Units of a plan that does not batch are the engine's own: cut as suits it.
+            batch_bytes: self
+                .batch_bytes
+                .unwrap_or(if batched { usize::MAX } else { UNIT_BYTES }),
             // Sequence batches are padded to their own longest row, and batches cut by
             // their bytes are short on purpose: neither is joined up again.
             refill: batched && !sequences && lists.is_none() && self.batch_bytes.is_none(),
@@ -643,6 +649,10 @@ mod tests {
         );
         let c = compile(false, &[batch(8)]).unwrap();
         assert_eq!(c.plan(run()).batch_bytes, usize::MAX);
+        // Unbatched, the engine's units are bounded in bytes of its own accord.
+        let c = compile(false, &[]).unwrap();
+        let plan = c.plan(run());
+        assert_eq!((plan.batch_size, plan.batch_bytes), (UNIT, UNIT_BYTES));
     }
 
     fn interleave() -> Step {
