@@ -51,12 +51,17 @@ def test_damage_inside_a_large_record_is_stepped_over(mixed, policy):
     with pytest.raises(tfr.CorruptRecordError, match="checksum") as info:
         list(tfr.read_records(path))
     assert info.value.record_index == damaged and info.value.path == str(path)
+    # A pipeline's reader threads read large records in place too, and name the damage.
+    with pytest.raises(tfr.CorruptRecordError, match="checksum") as info:
+        list(tfr.Dataset.from_files(path))
+    assert info.value.record_index == damaged and info.value.path == str(path)
     if policy == "warn":
         with pytest.warns(tfr.DataLossWarning):
             got = list(tfr.read_records(path, on_error=policy))
     else:
         got = list(tfr.read_records(path, on_error=policy))
     assert got == records[:damaged] + records[damaged + 1 :]
+    assert list(tfr.Dataset.from_files(path, on_error="skip")) == got
 
 
 def test_a_file_cut_inside_a_large_record(mixed):
@@ -67,6 +72,12 @@ def test_a_file_cut_inside_a_large_record(mixed):
     got = []
     with pytest.raises(tfr.TruncatedRecordError) as info:
         for r in tfr.read_records(path):
+            got.append(r)
+    assert got == records[: SIZES.index(131_072)]
+    assert info.value.path == str(path)
+    got = []
+    with pytest.raises(tfr.TruncatedRecordError) as info:
+        for r in tfr.Dataset.from_files(path):
             got.append(r)
     assert got == records[: SIZES.index(131_072)]
     assert info.value.path == str(path)

@@ -12,7 +12,7 @@ use super::origin::Origin;
 use super::stream::Stream;
 use crate::batch::RecordBatch;
 use crate::error::{Error, Result};
-use crate::reader::ReadOptions;
+use crate::reader::{Next, ReadOptions};
 use crate::source::{SharedOpener, SourceReader};
 
 /// What to do when a record is damaged or does not parse.
@@ -150,7 +150,7 @@ impl Files {
                     return false;
                 }
                 let (index, offset) = reader.position();
-                match reader.next_into(&mut chunk.batch.data) {
+                match next_into_chunk(&mut reader, &mut chunk.batch.data) {
                     Ok(true) => {
                         chunk.batch.ends.push(chunk.batch.data.len());
                         chunk.origins.push(Origin {
@@ -192,6 +192,36 @@ impl Files {
             }
         }
     }
+}
+
+/// The next record of `reader` onto the end of `data`; `false` at the end. A large record
+/// goes from the file straight into room made for exactly it, not into a buffer doubled
+/// (and copied) as the record arrives.
+fn next_into_chunk(reader: &mut SourceReader, data: &mut Vec<u8>) -> Result<bool> {
+    let len = match reader.next_or_large(data, true)? {
+        Next::End => return Ok(false),
+        Next::Appended => return Ok(true),
+        // The reader checked that the file holds the record's `len` bytes.
+        Next::Large(len) => len as usize,
+    };
+    if data.is_empty() {
+        *data = Vec::new();
+    }
+    data.try_reserve_exact(len).map_err(|_| {
+        let why = format!("no memory for a record of {len} bytes");
+        Error::io(
+            std::io::Error::new(std::io::ErrorKind::OutOfMemory, why),
+            None,
+        )
+    })?;
+    let start = data.len();
+    // SAFETY: `try_reserve_exact` made room for `len` bytes past `start`; `read_large`
+    // only writes them, and they are counted in only once all of them were.
+    let room = unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().add(start), len) };
+    reader.read_large(len as u64, room)?;
+    // SAFETY: `read_large` filled all `len` bytes.
+    unsafe { data.set_len(start + len) };
+    Ok(true)
 }
 
 /// A reader thread for one file, with the chunk being taken apart.
