@@ -6,12 +6,12 @@
 
 mod common;
 
-use common::write_framed;
+use common::{spec, write_framed};
 use tfrecordkit_core::in_place::HOST_MAX;
 use tfrecordkit_core::reader::DIRECT_MIN;
 use tfrecordkit_core::{
-    parse_examples, Column, DType, ErrorKind, ExampleParser, FeatureSpec, MultiFileReader,
-    ParseInPlace, Parsed, ReadOptions, RecordBatch, Schema, SpecKind,
+    parse_examples, Column, DType, ErrorKind, ExampleParser, MultiFileReader, ParseInPlace, Parsed,
+    ReadOptions, RecordBatch, Schema, SpecKind,
 };
 
 fn varint(mut v: u64, out: &mut Vec<u8>) {
@@ -61,15 +61,6 @@ fn blob(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| seed.wrapping_add((i % 251) as u8))
         .collect()
-}
-
-fn spec(key: &str, dtype: DType, kind: SpecKind, default: Option<Column>) -> FeatureSpec {
-    FeatureSpec {
-        key: key.into(),
-        dtype,
-        kind,
-        default,
-    }
 }
 
 fn schema() -> Schema {

@@ -2,6 +2,9 @@
 //! features, counts and dtypes that do not fit, every column kind, and the parallel path
 //! agreeing with the serial one.
 
+mod common;
+
+use common::spec;
 use tfrecordkit_core::{
     encode_example, parse_examples, Column, DType, ErrorKind, Feature, FeatureSpec, Parsed, Schema,
     SpecKind,
@@ -13,15 +16,6 @@ fn record(features: &[(&str, Feature)]) -> Vec<u8> {
         .map(|(k, f)| ((*k).to_string(), f.clone()))
         .collect();
     encode_example(&owned)
-}
-
-fn spec(key: &str, dtype: DType, kind: SpecKind, default: Option<Column>) -> FeatureSpec {
-    FeatureSpec {
-        key: key.into(),
-        dtype,
-        kind,
-        default,
-    }
 }
 
 fn fixed(shape: &[usize]) -> SpecKind {
