@@ -254,7 +254,7 @@ proptest::proptest! {
             let i = if from_end { record.len().saturating_sub(at + 1) } else { at.min(record.len() - 1) };
             record[i] = byte;
         }
-        record.truncate(record.len() - cut);
+        record.truncate(record.len().saturating_sub(cut));
         let records = vec![records()[0].clone(), record];
         let got = parse_in_place(&schema, &records, 2).pop().unwrap();
         match (got, parse_examples(&schema, &records)) {
