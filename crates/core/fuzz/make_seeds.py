@@ -94,7 +94,8 @@ def main() -> None:
         for i, e in enumerate(examples + ours):
             put(target, f"example-{i}", e)
         put(target, "sequence", tf_sequence_example())
-    put("schema_parse", "batch", b"\xff".join(examples[:2] + ours))
+    for target in ("schema_parse", "parse_in_place"):
+        put(target, "batch", b"\xff".join(examples[:2] + ours))
     put("schema_specs", "three-specs", schema_specs_seed())
     pixels = np.arange(6 * 9 * 3, dtype=np.uint8).reshape(6, 9, 3)
     for pick, name, data in [

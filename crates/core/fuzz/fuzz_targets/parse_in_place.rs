@@ -1,0 +1,82 @@
+//! Large Examples parsed where they are read agree with `parse_examples`: arbitrary
+//! records (split at 0xFF bytes), each made large by an unwanted feature appended to it,
+//! read from a file into the batch's bytes columns and parsed there.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tfrecordkit_core::reader::DIRECT_MIN;
+use tfrecordkit_core::{
+    frame_record, parse_examples, Column, DType, ExampleParser, FeatureSpec, MultiFileReader,
+    ParseInPlace, ReadOptions, RecordBatch, Schema, SpecKind,
+};
+
+fn schema() -> Schema {
+    let spec = |key: &str, dtype, kind, default| FeatureSpec {
+        key: key.into(),
+        dtype,
+        kind,
+        default,
+    };
+    Schema::new(vec![
+        spec("a", DType::Int64, SpecKind::VarLen, None),
+        spec("c", DType::Bytes, SpecKind::FixedLen { shape: vec![] }, Some(Column::from_bytes(&[b"x"]))),
+        spec("e", DType::Bytes, SpecKind::VarLen, None),
+    ])
+    .expect("a valid schema")
+}
+
+fn field(number: u8, body: &[u8], out: &mut Vec<u8>) {
+    out.push(number << 3 | 2);
+    let mut n = body.len();
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(body);
+}
+
+/// `record` with an entry for the unwanted key "z" of `DIRECT_MIN` bytes after it.
+fn enlarged(record: &[u8]) -> Vec<u8> {
+    let (mut list, mut feature, mut entry, mut features) = (vec![], vec![], vec![], vec![]);
+    field(1, &vec![7u8; DIRECT_MIN as usize], &mut list);
+    field(1, &list, &mut feature);
+    field(1, b"z", &mut entry);
+    field(2, &feature, &mut entry);
+    field(1, &entry, &mut features);
+    let mut out = record.to_vec();
+    field(1, &features, &mut out);
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    let records: Vec<Vec<u8>> = data.split(|&b| b == 0xFF).map(enlarged).collect();
+    let mut framed = Vec::new();
+    for r in &records {
+        frame_record(r, &mut framed);
+    }
+    let path = std::env::temp_dir().join(format!("tfrk-fuzz-in-place-{}", std::process::id()));
+    std::fs::write(&path, &framed).expect("a temporary file");
+    let schema = schema();
+    let mut reader = MultiFileReader::new(
+        vec![path.to_string_lossy().into_owned()],
+        ReadOptions::default(),
+        None,
+    );
+    let mut batch = RecordBatch::default();
+    let mut parser = ExampleParser::new(&schema, records.len());
+    let mut scratch = Vec::new();
+    let mut sink = ParseInPlace::new(&mut parser, 1 << 20, &mut scratch);
+    let got = reader
+        .read_each_into(&mut batch, usize::MAX, usize::MAX, &mut sink)
+        .and_then(|()| parser.finish());
+    let want = parse_examples(&schema, &records);
+    match (got, want) {
+        (Ok(got), Ok(want)) => assert_eq!(got, want),
+        (Err(got), Err(want)) => assert_eq!(
+            (got.kind, got.record_index, got.key),
+            (want.kind, want.record_index, want.key)
+        ),
+        (got, want) => panic!("{:?} against {:?}", got.map(|_| ()), want.map(|_| ())),
+    }
+});
