@@ -3,8 +3,9 @@
 //! there, and that column's values are then moved down over the record within the cache,
 //! so that a large value is copied from the page cache once, into the column handed out.
 
+use crate::batch::RecordBatch;
 use crate::error::Result;
-use crate::multi::{EachRecord, LargeRecords};
+use crate::multi::{EachRecord, LargeRecords, MultiFileReader};
 use crate::parse::ExampleParser;
 
 /// The largest record read into a column: moving its values down then stays within a
@@ -12,9 +13,34 @@ use crate::parse::ExampleParser;
 /// which is faster than moving them within memory by a few bytes.
 pub const HOST_MAX: usize = 1 << 20;
 
-/// Hands records read by [`MultiFileReader::read_each_into`](crate::MultiFileReader::read_each_into)
-/// to an [`ExampleParser`], large ones read into its columns.
-pub struct ParseInPlace<'p, 's> {
+/// Reads records from `reader` as [`MultiFileReader::read_each`] does, up to
+/// `max_records` records or past `max_bytes`, and parses each into `parser`, large ones
+/// where they are read (see the module). Before the first record, each bytes column gets
+/// room for `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]);
+/// records larger than [`HOST_MAX`] are read into `scratch`, grown as needed and best
+/// kept from batch to batch. Errors as for [`MultiFileReader::read_each`].
+pub fn parse_each(
+    reader: &mut MultiFileReader,
+    out: &mut RecordBatch,
+    (max_records, max_bytes): (usize, usize),
+    parser: &mut ExampleParser<'_>,
+    room: usize,
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
+    let mut sink = ParseInPlace {
+        parser,
+        room: Some(room),
+        large: 0,
+        hosted: false,
+        scratch,
+    };
+    reader.read_each_into(out, max_records, max_bytes, &mut sink)
+}
+
+/// Hands the records [`parse_each`] reads to an [`ExampleParser`], large ones read into
+/// its columns. Only `read_each_into` drives it: it hands over a large record only once
+/// the record fills the buffer `buffer` gave, which is what `push_hosted` relies on.
+struct ParseInPlace<'p, 's> {
     parser: &'p mut ExampleParser<'s>,
     /// Bytes of room to make in each bytes column before the first record, beyond it.
     room: Option<usize>,
@@ -24,21 +50,7 @@ pub struct ParseInPlace<'p, 's> {
     scratch: &'p mut Vec<u8>,
 }
 
-impl<'p, 's> ParseInPlace<'p, 's> {
-    /// Parses into `parser`; before the first record, each bytes column gets room for
-    /// `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]). Records
-    /// larger than [`HOST_MAX`] are read into `scratch`, grown as needed and best kept
-    /// from batch to batch.
-    pub fn new(parser: &'p mut ExampleParser<'s>, room: usize, scratch: &'p mut Vec<u8>) -> Self {
-        ParseInPlace {
-            parser,
-            room: Some(room),
-            large: 0,
-            hosted: false,
-            scratch,
-        }
-    }
-
+impl ParseInPlace<'_, '_> {
     fn make_room(&mut self, len: usize) {
         if let Some(room) = self.room.take() {
             self.parser.reserve_bytes(room.saturating_add(len));
@@ -75,8 +87,8 @@ impl EachRecord for ParseInPlace<'_, '_> {
             }
             None if self.hosted => {
                 self.hosted = false;
-                // SAFETY: `EachRecord::record(None)` comes once the record's bytes fill the
-                // whole buffer `buffer` gave, which `host` made.
+                // SAFETY: `read_each_into`, the only caller, hands over a large record once
+                // its bytes fill the whole buffer `buffer` gave, which `host` made.
                 unsafe { self.parser.push_hosted(self.large) }
             }
             None => self.parser.push(&self.scratch[..self.large]),

@@ -41,7 +41,7 @@ pub use example::{
     FeatureLists, Features,
 };
 pub use foreign::foreign_format;
-pub use in_place::ParseInPlace;
+pub use in_place::parse_each;
 pub use local::FileRecordReader;
 pub use multi::{
     count_records, index_records, parse_index_table, EachRecord, LargeRecords, MultiFileReader,

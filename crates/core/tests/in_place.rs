@@ -10,7 +10,7 @@ use common::{spec, write_framed};
 use tfrecordkit_core::in_place::HOST_MAX;
 use tfrecordkit_core::reader::DIRECT_MIN;
 use tfrecordkit_core::{
-    parse_examples, Column, DType, ErrorKind, ExampleParser, MultiFileReader, ParseInPlace, Parsed,
+    parse_each, parse_examples, Column, DType, ErrorKind, ExampleParser, MultiFileReader, Parsed,
     ReadOptions, RecordBatch, Schema, SpecKind,
 };
 
@@ -135,8 +135,15 @@ fn parse_in_place(
     loop {
         batch.clear();
         let mut parser = ExampleParser::new(schema, per_batch);
-        let mut sink = ParseInPlace::new(&mut parser, 1 << 20, &mut scratch);
-        let read = reader.read_each_into(&mut batch, per_batch, usize::MAX, &mut sink);
+        let bounds = (per_batch, usize::MAX);
+        let read = parse_each(
+            &mut reader,
+            &mut batch,
+            bounds,
+            &mut parser,
+            1 << 20,
+            &mut scratch,
+        );
         if batch.is_empty() {
             return out;
         }

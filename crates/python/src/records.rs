@@ -11,7 +11,7 @@ use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
 use tfrecordkit_core::LargeRecords;
 use tfrecordkit_core::{
-    BatchesAhead, Compression, ExampleParser, Finished, MultiFileReader, ParseInPlace, Parsed,
+    parse_each, BatchesAhead, Compression, ExampleParser, Finished, MultiFileReader, Parsed,
     ReadOptions, RecordBatch, Span, WriteOptions,
 };
 
@@ -203,8 +203,14 @@ impl RecordReader {
             let room = max_bytes
                 .saturating_sub(batch.data.len())
                 .min(PARSE_RESERVE);
-            let mut sink = ParseInPlace::new(&mut parser, room, large);
-            reader.read_each_into(batch, max_records, max_bytes, &mut sink)?;
+            parse_each(
+                reader,
+                batch,
+                (max_records, max_bytes),
+                &mut parser,
+                room,
+                large,
+            )?;
             if parser.is_empty() {
                 return Ok(None);
             }

@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use tfrecordkit_core::reader::DIRECT_MIN;
 use tfrecordkit_core::{
     frame_record, parse_examples, Column, DType, ExampleParser, FeatureSpec, MultiFileReader,
-    ParseInPlace, ReadOptions, RecordBatch, Schema, SpecKind,
+    parse_each, ReadOptions, RecordBatch, Schema, SpecKind,
 };
 
 fn schema() -> Schema {
@@ -66,9 +66,8 @@ fuzz_target!(|data: &[u8]| {
     let mut batch = RecordBatch::default();
     let mut parser = ExampleParser::new(&schema, records.len());
     let mut scratch = Vec::new();
-    let mut sink = ParseInPlace::new(&mut parser, 1 << 20, &mut scratch);
-    let got = reader
-        .read_each_into(&mut batch, usize::MAX, usize::MAX, &mut sink)
+    let bounds = (usize::MAX, usize::MAX);
+    let got = parse_each(&mut reader, &mut batch, bounds, &mut parser, 1 << 20, &mut scratch)
         .and_then(|()| parser.finish());
     let want = parse_examples(&schema, &records);
     match (got, want) {
