@@ -943,7 +943,7 @@ def stats_rows(tf, tutorial: Path, rep: int) -> tuple[list[Row], str]:
 
 
 def spark_session(cores: int):
-    """A local Spark session with ``cores`` cores (any other session stopped first)."""
+    """A local Spark session with ``cores`` cores (any other SparkSession stopped first)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession

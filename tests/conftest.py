@@ -154,8 +154,8 @@ def spark_cluster(tmp_path_factory):
 @pytest.fixture
 def breakable_cluster_spark(request, tmp_path_factory):
     """A Spark session on a standalone cluster like ``spark_cluster``'s but of the test's
-    own, for a test that kills part of it; parametrized indirectly, the session's conf.
-    Yields the session and the cluster's workers' processes (each the Worker JVM)."""
+    own, for a test that kills part of it; parametrized indirectly, the SparkSession's conf.
+    Yields the SparkSession and the cluster's workers' processes (each the Worker JVM)."""
     conf = getattr(request, "param", None)
     with _standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as (master, workers):
         yield _spark_session(master, conf), workers

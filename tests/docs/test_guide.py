@@ -43,7 +43,7 @@ def test_guide_has_code() -> None:
     assert sum(len(python_blocks(page.read_text())) for page in guide_pages()) >= 10
 
 
-# The Spark page's session leaves the sockets of its result streams to the garbage collector.
+# The Spark page's SparkSession leaves the sockets of its result streams to the garbage collector.
 @pytest.mark.filterwarnings(
     "ignore:unclosed <socket:ResourceWarning",
     "ignore:Exception ignored in. <socket:pytest.PytestUnraisableExceptionWarning",

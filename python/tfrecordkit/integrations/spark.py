@@ -82,7 +82,7 @@ _MODES = {"error": "errorifexists", "errorifexists": "errorifexists", "default":
 
 
 def register(spark: Any) -> None:
-    """Makes ``format("tfrecord")`` read and write TFRecords in ``spark``'s session.
+    """Makes ``format("tfrecord")`` read and write TFRecords in the SparkSession ``spark``.
 
     Python data sources take only Spark's ``append`` and ``overwrite`` save modes, and
     no ``partitionBy``; this teaches ``DataFrameWriter`` the others for ``tfrecord``:
@@ -292,7 +292,7 @@ class TFRecordDataSource(DataSource):
     Write options: ``compression``, ``index`` (``false`` for no ``.idx`` sidecars),
     ``storage_options``, ``partitionOverwriteMode`` (with ``partitionBy`` and
     ``overwrite``: ``static`` replaces every dataset under the path, ``dynamic`` only the
-    partitions written; the session's ``spark.sql.sources.partitionOverwriteMode`` by
+    partitions written; the SparkSession's ``spark.sql.sources.partitionOverwriteMode`` by
     default).
     """
 
