@@ -78,6 +78,13 @@ def _csv_line(entry: dict[str, Any], columns: list[str]) -> str:
     return out.getvalue().rstrip("\r\n")
 
 
+def _one_text_file(prefix: str, suffix: str, header: str | None = None) -> Any:
+    """Beam's WriteToText of one file, ``prefix + suffix``, with no shard numbers."""
+    return beam.io.WriteToText(
+        prefix, file_name_suffix=suffix, shard_name_template="", num_shards=1, header=header
+    )
+
+
 def _table_rows(_: object, rows: Callable[[], Iterator[dict[str, Any]]]) -> Iterator[Any]:
     """The table's rows, numbered, streamed from the table itself on a worker."""
     yield from enumerate(rows())
@@ -138,13 +145,7 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
             _ = (
                 vocab
                 | "VocabLines" >> beam.FlatMap(lambda v: v)
-                | "WriteVocab"
-                >> beam.io.WriteToText(
-                    f"{output_dir}/labels",
-                    file_name_suffix=".txt",
-                    shard_name_template="",
-                    num_shards=1,
-                )
+                | "WriteVocab" >> _one_text_file(f"{output_dir}/labels", ".txt")
             )
         else:
             converted = checked.kept | "Convert" >> beam.ParDo(convert_fn).with_outputs(
@@ -166,14 +167,7 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
             (checked[DISCARDED], converted[DISCARDED])
             | "AllDiscarded" >> beam.Flatten()
             | "CsvLines" >> beam.Map(_csv_line, columns)
-            | "WriteDiscarded"
-            >> beam.io.WriteToText(
-                f"{output_dir}/discarded",
-                file_name_suffix=".csv",
-                shard_name_template="",
-                num_shards=1,
-                header=header,
-            )
+            | "WriteDiscarded" >> _one_text_file(f"{output_dir}/discarded", ".csv", header)
         )
     summary = ConversionSummary(output_dir)
     schema = _finish_locally(output_dir, compression, summary) if local else None
