@@ -13,6 +13,11 @@ pub struct RecordBatch {
     /// Whether the batch ended before a large record that was left unread (see
     /// [`LargeRecords::leaves`](crate::multi::LargeRecords::leaves)).
     pub before_large: bool,
+    /// Records (their indices, ascending) kept in the buffers they were read into, with
+    /// those buffers: empty in `data`, and given by [`RecordBatch::get`] as any other.
+    pub held: Vec<(usize, Vec<u8>)>,
+    /// Their bytes.
+    pub held_bytes: usize,
 }
 
 impl RecordBatch {
@@ -30,6 +35,8 @@ impl RecordBatch {
         self.large.clear();
         self.large_bytes = 0;
         self.before_large = false;
+        self.held.clear();
+        self.held_bytes = 0;
     }
 
     pub fn push(&mut self, record: &[u8]) {
@@ -37,7 +44,24 @@ impl RecordBatch {
         self.ends.push(self.data.len());
     }
 
+    /// Appends a record kept in the buffer it was read into.
+    pub fn push_held(&mut self, record: Vec<u8>) {
+        self.held_bytes += record.len();
+        self.held.push((self.ends.len(), record));
+        self.ends.push(self.data.len());
+    }
+
+    /// The bytes of the batch's records, wherever they are kept.
+    pub fn bytes(&self) -> usize {
+        self.data.len() + self.held_bytes
+    }
+
     pub fn get(&self, i: usize) -> &[u8] {
+        if !self.held.is_empty() {
+            if let Ok(k) = self.held.binary_search_by_key(&i, |h| h.0) {
+                return &self.held[k].1;
+            }
+        }
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.data[start..self.ends[i]]
     }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use super::origin::Origin;
 use super::readers::Chunk;
-use super::stream::Stream;
+use super::stream::{Held, Stream};
 use crate::batch::RecordBatch;
 use crate::error::Result;
 use crate::local::FileRecordReader;
@@ -76,7 +76,7 @@ enum CacheStream {
 }
 
 impl Stream for CacheStream {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
         match self {
             CacheStream::Filling {
                 cache,
@@ -85,12 +85,12 @@ impl Stream for CacheStream {
                 writer,
             } => {
                 let start = out.len();
-                match inner.next_into(out)? {
+                match inner.next_into(out, held)? {
                     Some(origin) => {
+                        let record = held.as_deref().unwrap_or(&out[start..]);
                         match writer {
-                            Some(w) => w.write(&out[start..])?,
+                            Some(w) => w.write(record)?,
                             None => {
-                                let record = &out[start..];
                                 let full = segments.last().is_none_or(|s| {
                                     s.batch.data.len() + record.len() > SEGMENT_BYTES
                                 });

@@ -276,16 +276,22 @@ fn produce(
     };
     let mut batch = RecordBatch::default();
     let mut origins = Vec::with_capacity(size.min(1 << 16));
+    let mut held = None;
     loop {
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        match stream.next_into(&mut batch.data) {
+        match stream.next_into(&mut batch.data, &mut held) {
             Ok(Some(origin)) => {
-                batch.ends.push(batch.data.len());
+                match held.take() {
+                    // A large record stays in the buffer it was read into.
+                    Some(record) => batch.push_held(record),
+                    None => batch.ends.push(batch.data.len()),
+                }
                 origins.push(origin);
-                if origins.len() == size || batch.data.len() >= plan.batch_bytes {
-                    // The next batch starts with room for one like this one.
+                if origins.len() == size || batch.bytes() >= plan.batch_bytes {
+                    // The next batch starts with room for the records this one held in
+                    // line.
                     let next = RecordBatch {
                         data: Vec::with_capacity(batch.data.len() + batch.data.len() / 4),
                         ends: Vec::with_capacity(size),

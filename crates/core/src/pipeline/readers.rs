@@ -9,7 +9,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::files::FileIter;
 use super::origin::Origin;
-use super::stream::Stream;
+use super::stream::{Held, Stream};
 use crate::batch::RecordBatch;
 use crate::error::{Error, Result};
 use crate::reader::{Next, ReadOptions};
@@ -36,6 +36,9 @@ pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> thread::Jo
 const CHUNK_RECORDS: usize = 256;
 /// Kept under the allocator's mmap threshold, so chunk buffers are reused, not faulted in.
 const CHUNK_BYTES: usize = 60 << 10;
+/// Large records per chunk, in bytes: enough that a reader thread queues a few MiB of
+/// them, not a few records.
+const CHUNK_HELD_BYTES: usize = 1 << 20;
 /// Chunks queued per reader thread.
 const CHUNKS_QUEUED: usize = 4;
 
@@ -150,9 +153,8 @@ impl Files {
                     return false;
                 }
                 let (index, offset) = reader.position();
-                match next_into_chunk(&mut reader, &mut chunk.batch.data) {
+                match next_into_chunk(&mut reader, &mut chunk.batch) {
                     Ok(true) => {
-                        chunk.batch.ends.push(chunk.batch.data.len());
                         chunk.origins.push(Origin {
                             file: file as u32,
                             pass: 0,
@@ -161,6 +163,7 @@ impl Files {
                         });
                         if chunk.origins.len() >= CHUNK_RECORDS
                             || chunk.batch.data.len() >= CHUNK_BYTES
+                            || chunk.batch.held_bytes >= CHUNK_HELD_BYTES
                         {
                             break;
                         }
@@ -194,33 +197,35 @@ impl Files {
     }
 }
 
-/// The next record of `reader` onto the end of `data`; `false` at the end. A large record
-/// goes from the file straight into room made for exactly it, not into a buffer doubled
-/// (and copied) as the record arrives.
-fn next_into_chunk(reader: &mut SourceReader, data: &mut Vec<u8>) -> Result<bool> {
-    let len = match reader.next_or_large(data, true)? {
+/// The next record of `reader` onto the end of `batch`; `false` at the end. A large
+/// record goes from the file straight into a buffer made for exactly it, which it is
+/// kept in (see [`RecordBatch::push_held`]): not into a buffer doubled (and copied) as
+/// the record arrives, nor copied again into the chunk.
+fn next_into_chunk(reader: &mut SourceReader, batch: &mut RecordBatch) -> Result<bool> {
+    let len = match reader.next_or_large(&mut batch.data, true)? {
         Next::End => return Ok(false),
-        Next::Appended => return Ok(true),
+        Next::Appended => {
+            batch.ends.push(batch.data.len());
+            return Ok(true);
+        }
         // The reader checked that the file holds the record's `len` bytes.
         Next::Large(len) => len as usize,
     };
-    if data.is_empty() {
-        *data = Vec::new();
-    }
-    data.try_reserve_exact(len).map_err(|_| {
+    let mut record = Vec::new();
+    record.try_reserve_exact(len).map_err(|_| {
         let why = format!("no memory for a record of {len} bytes");
         Error::io(
             std::io::Error::new(std::io::ErrorKind::OutOfMemory, why),
             None,
         )
     })?;
-    let start = data.len();
-    // SAFETY: `try_reserve_exact` made room for `len` bytes past `start`; `read_large`
-    // only writes them, and they are counted in only once all of them were.
-    let room = unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().add(start), len) };
+    // SAFETY: `try_reserve_exact` made room for `len` bytes; `read_large` only writes
+    // them, and they are counted in only once all of them were.
+    let room = unsafe { std::slice::from_raw_parts_mut(record.as_mut_ptr(), len) };
     reader.read_large(len as u64, room)?;
     // SAFETY: `read_large` filled all `len` bytes.
-    unsafe { data.set_len(start + len) };
+    unsafe { record.set_len(len) };
+    batch.push_held(record);
     Ok(true)
 }
 
@@ -250,17 +255,29 @@ impl Slot {
     }
 }
 
-/// Appends the next record of `chunk` to `out`.
-fn take_from(chunk: &mut Option<(Chunk, usize)>, out: &mut Vec<u8>) -> Option<Origin> {
+/// The next record of `chunk`: appended to `out`, or, when it is a large record, handed
+/// over in the buffer it was read into (`held`).
+fn take_from(
+    chunk: &mut Option<(Chunk, usize)>,
+    out: &mut Vec<u8>,
+    held: &mut Held,
+) -> Option<Origin> {
     let (c, pos) = chunk.as_mut()?;
     if *pos == c.origins.len() {
         *chunk = None;
         return None;
     }
-    out.extend_from_slice(c.batch.get(*pos));
-    let origin = c.origins[*pos];
+    let i = *pos;
     *pos += 1;
-    Some(origin)
+    let large = &mut c.batch.held;
+    if !large.is_empty() {
+        if let Ok(k) = large.binary_search_by_key(&i, |h| h.0) {
+            *held = Some(std::mem::take(&mut large[k].1));
+            return Some(c.origins[i]);
+        }
+    }
+    out.extend_from_slice(c.batch.get(i));
+    Some(c.origins[i])
 }
 
 /// tf.data's interleave: `cycle_length` files open at once, `block_length` records from
@@ -304,11 +321,11 @@ impl Interleave {
 }
 
 impl Stream for Interleave {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
         while !self.end_of_input || self.open > 0 {
             let ci = self.cycle_index;
             if let Some(slot) = self.slots[ci].as_mut() {
-                if let Some(origin) = take_from(&mut slot.chunk, out) {
+                if let Some(origin) = take_from(&mut slot.chunk, out, held) {
                     self.block_index += 1;
                     if self.block_index == self.block_length {
                         self.advance();
@@ -399,9 +416,9 @@ impl Sloppy {
 }
 
 impl Stream for Sloppy {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
         loop {
-            if let Some(origin) = take_from(&mut self.chunk, out) {
+            if let Some(origin) = take_from(&mut self.chunk, out, held) {
                 return Ok(Some(origin));
             }
             if self.running == 0 {

@@ -1,21 +1,25 @@
 //! The shuffle stage: a buffer of records, each output drawn from it at random.
 
 use super::origin::Origin;
-use super::stream::Stream;
+use super::stream::{Held, Stream};
 use crate::error::{Error, Result};
+use crate::reader::DIRECT_MIN;
 
 /// tf.data's shuffle: a buffer of `size` records; each output is a uniformly chosen
 /// record of the buffer, whose place the next record read takes.
 ///
 /// Records of up to [`INLINE`] bytes live inside their entry, next to their origin, so
 /// that drawing one touches one place in memory; longer ones spill to a buffer of their
-/// own, kept per slot and reused.
+/// own, kept per slot and reused. A large record that came in a buffer of its own is
+/// kept in that buffer, and goes on in it.
 pub(super) struct ShuffleStream {
     inner: Box<dyn Stream>,
     size: usize,
     entries: Vec<Entry>,
     spill: Vec<Vec<u8>>,
     scratch: Vec<u8>,
+    /// The record just read, when it came in a buffer of its own.
+    held: Held,
     /// An error met while refilling, delivered after the record drawn before it.
     pending: Option<Error>,
     /// The slot the next output takes, drawn early so that its memory is fetched while
@@ -44,6 +48,7 @@ impl ShuffleStream {
             entries: Vec::with_capacity(size.min(1 << 20)),
             spill: Vec::with_capacity(size.min(1 << 20)),
             scratch: Vec::new(),
+            held: None,
             pending: None,
             next: None,
             exhausted: false,
@@ -51,12 +56,16 @@ impl ShuffleStream {
         }
     }
 
-    /// Puts the record in `scratch` into slot `i` (one past the end: a new slot).
+    /// Puts the record read into slot `i` (one past the end: a new slot).
     fn store(&mut self, i: usize, origin: Origin) {
+        if self.held.is_some() {
+            return self.store_held(i, origin);
+        }
         let len = self.scratch.len();
         let mut entry = Entry {
             origin,
-            len: len as u32,
+            // Past `u32::MAX`, the spilled buffer holds the length.
+            len: u32::try_from(len).unwrap_or(u32::MAX),
             data: [0; INLINE],
         };
         if i == self.entries.len() {
@@ -76,9 +85,33 @@ impl ShuffleStream {
         }
     }
 
+    /// [`ShuffleStream::store`] for a large record that came in a buffer of its own: it
+    /// stays in that buffer.
+    #[cold]
+    fn store_held(&mut self, i: usize, origin: Origin) {
+        let record = self.held.take().expect("a record in its own buffer");
+        if record.len() <= INLINE {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&record);
+            return self.store(i, origin);
+        }
+        let entry = Entry {
+            origin,
+            len: u32::try_from(record.len()).unwrap_or(u32::MAX),
+            data: [0; INLINE],
+        };
+        if i == self.entries.len() {
+            self.spill.push(record);
+            self.entries.push(entry);
+        } else {
+            self.spill[i] = record;
+            self.entries[i] = entry;
+        }
+    }
+
     fn read(&mut self) -> Result<Option<Origin>> {
         self.scratch.clear();
-        let got = self.inner.next_into(&mut self.scratch);
+        let got = self.inner.next_into(&mut self.scratch, &mut self.held);
         if matches!(got, Ok(None)) {
             self.exhausted = true;
         }
@@ -87,7 +120,7 @@ impl ShuffleStream {
 }
 
 impl Stream for ShuffleStream {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
         if let Some(e) = self.pending.take() {
             return Err(e);
         }
@@ -107,6 +140,8 @@ impl Stream for ShuffleStream {
         let (origin, len) = (entry.origin, entry.len as usize);
         if len <= INLINE {
             out.extend_from_slice(&entry.data[..len]);
+        } else if self.spill[i].len() as u64 >= DIRECT_MIN {
+            *held = Some(std::mem::take(&mut self.spill[i]));
         } else {
             out.extend_from_slice(&self.spill[i]);
         }

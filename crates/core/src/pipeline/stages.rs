@@ -8,7 +8,7 @@ use super::origin::{mix, rng_for, Origin};
 use super::plan::{Plan, RecordOp};
 use super::readers::{Files, Interleave, Sloppy};
 use super::shuffle::ShuffleStream;
-use super::stream::Stream;
+use super::stream::{Held, Stream};
 use crate::error::Result;
 
 /// Builds the stream of records after the first `upto` record stages.
@@ -86,20 +86,21 @@ struct ShardStream {
 }
 
 impl Stream for ShardStream {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
         loop {
             let mine = self.position % self.num_shards == self.index;
             let got = if mine {
-                self.inner.next_into(out)?
+                self.inner.next_into(out, held)?
             } else {
                 self.scratch.clear();
-                self.inner.next_into(&mut self.scratch)?
+                self.inner.next_into(&mut self.scratch, held)?
             };
             let Some(origin) = got else { return Ok(None) };
             self.position += 1;
             if mine {
                 return Ok(Some(origin));
             }
+            *held = None;
         }
     }
 }
@@ -111,16 +112,17 @@ struct SkipStream {
 }
 
 impl Stream for SkipStream {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
         while self.left > 0 {
             self.scratch.clear();
-            if self.inner.next_into(&mut self.scratch)?.is_none() {
+            if self.inner.next_into(&mut self.scratch, held)?.is_none() {
                 self.left = 0;
                 return Ok(None);
             }
+            *held = None;
             self.left -= 1;
         }
-        self.inner.next_into(out)
+        self.inner.next_into(out, held)
     }
 }
 
@@ -130,11 +132,11 @@ struct TakeStream {
 }
 
 impl Stream for TakeStream {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
         if self.left == 0 {
             return Ok(None);
         }
-        let got = self.inner.next_into(out)?;
+        let got = self.inner.next_into(out, held)?;
         if got.is_some() {
             self.left -= 1;
         }
@@ -154,9 +156,9 @@ struct RepeatStream {
 }
 
 impl Stream for RepeatStream {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>> {
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
         loop {
-            if let Some(mut origin) = self.inner.next_into(out)? {
+            if let Some(mut origin) = self.inner.next_into(out, held)? {
                 self.produced = true;
                 origin.pass = mix(origin.pass as u64, self.epoch) as u32;
                 return Ok(Some(origin));

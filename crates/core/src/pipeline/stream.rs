@@ -3,8 +3,14 @@
 use super::origin::Origin;
 use crate::error::Result;
 
-/// A stream of records: each call appends the next record's bytes to `out` and returns
-/// where it came from, `Ok(None)` at the end, or an error at the point it occurred.
+/// Where a stream puts a large record that came in a buffer of its own: that buffer.
+pub(super) type Held = Option<Vec<u8>>;
+
+/// A stream of records: each call gives where the next record came from, `Ok(None)` at
+/// the end, or an error at the point it occurred.
 pub(super) trait Stream: Send {
-    fn next_into(&mut self, out: &mut Vec<u8>) -> Result<Option<Origin>>;
+    /// The next record: its bytes appended to `out`, or, when it is a large record read
+    /// into a buffer of its own, that buffer put in `held` (which the caller gives empty),
+    /// so that the record is not copied again on its way through the stages.
+    fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>>;
 }

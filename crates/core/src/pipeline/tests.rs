@@ -202,3 +202,102 @@ fn closing_part_way_stops_the_run() {
     pipeline.close();
     assert!(pipeline.next_item().is_none());
 }
+
+/// Records of `file`: large ones (70,000 bytes, over `DIRECT_MIN`, each its own) among
+/// short ones, in an order that puts large records next to each other and after short
+/// ones.
+fn mixed(file: char) -> Vec<String> {
+    (0..12)
+        .map(|i| match i % 4 {
+            0 | 3 => format!(
+                "{file}{i}-{}",
+                char::from(b'a' + i as u8).to_string().repeat(70_000)
+            ),
+            _ => format!("{file}{i}"),
+        })
+        .collect()
+}
+
+#[test]
+fn large_records_come_through_every_record_stage_whole() {
+    use super::cache::Cache;
+    use super::testing::{records, sorted};
+    use super::RecordOp;
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (mixed('a'), mixed('b'));
+    let files = vec![
+        write_file(dir.path(), "a", &a),
+        write_file(dir.path(), "b", &b),
+    ];
+    let both: Vec<String> = a.iter().chain(&b).cloned().collect();
+    let with = |ops: Vec<RecordOp>| {
+        let mut p = plan(files.clone());
+        p.batch_size = 3;
+        p.record_ops = ops;
+        p
+    };
+    assert_eq!(records(with(vec![])), both);
+    let mut p = with(vec![]);
+    p.cycle_length = 2;
+    let turns: Vec<String> = a
+        .iter()
+        .zip(&b)
+        .flat_map(|(x, y)| [x.clone(), y.clone()])
+        .collect();
+    assert_eq!(records(p.clone()), turns, "interleaved");
+    p.deterministic = false;
+    assert_eq!(sorted(records(p)), sorted(both.clone()), "as they come");
+    let shuffled = records(with(vec![RecordOp::Shuffle {
+        buffer: 5,
+        seed: Some(3),
+    }]));
+    assert_ne!(shuffled, both);
+    assert_eq!(sorted(shuffled), sorted(both.clone()));
+    let shard = records(with(vec![RecordOp::Shard {
+        num_shards: 3,
+        index: 1,
+    }]));
+    assert_eq!(
+        shard,
+        both.iter().skip(1).step_by(3).cloned().collect::<Vec<_>>()
+    );
+    let window = records(with(vec![RecordOp::Skip(3), RecordOp::Take(5)]));
+    assert_eq!(window, both[3..8].to_vec());
+    let twice = records(with(vec![RecordOp::Repeat(Some(2))]));
+    assert_eq!(twice, [both.clone(), both.clone()].concat());
+    for cache in [
+        Cache::memory(),
+        Cache::file(dir.path().join("cache").to_str().unwrap()),
+    ] {
+        let p = with(vec![RecordOp::Cache(Arc::new(cache))]);
+        assert_eq!(records(p.clone()), both, "filling the cache");
+        assert_eq!(records(p), both, "from the cache");
+    }
+}
+
+#[test]
+fn units_count_large_records_toward_batch_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = mixed('a');
+    let mut p = plan(vec![write_file(dir.path(), "a", &a)]);
+    p.batch_size = 100;
+    p.batch_bytes = 100_000;
+    let units: Vec<Vec<String>> = run(p)
+        .into_iter()
+        .map(|out| match out {
+            Out::Unit(records) => records,
+            error => panic!("unexpected {error:?}"),
+        })
+        .collect();
+    assert_eq!(units.concat(), a);
+    let bytes = |unit: &[String]| unit.iter().map(String::len).sum::<usize>();
+    for unit in &units[..units.len() - 1] {
+        assert!(
+            bytes(unit) >= 100_000,
+            "a unit ends once it holds the bound"
+        );
+        assert!(bytes(&unit[..unit.len() - 1]) < 100_000, "and not later");
+    }
+}
