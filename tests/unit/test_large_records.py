@@ -141,6 +141,9 @@ def test_indexed_reads_name_damage_in_a_large_record(mixed):
     with pytest.raises(tfr.CorruptRecordError, match="data checksum") as info:
         ds.__getitems__([0, big])
     assert info.value.offset == at and info.value.path == str(path)
+    with pytest.raises(tfr.CorruptRecordError, match="data checksum") as one:
+        ds[big]
+    assert one.value.offset == at and one.value.path == str(path)
     assert tfr.IndexedDataset(path, verify=False)[big] != records[big]
     # A stale index whose entry no longer frames a record is data loss, not a wrong read.
     data[at : at + 8] = (131_000).to_bytes(8, "little")

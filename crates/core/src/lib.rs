@@ -51,8 +51,8 @@ pub use parse::{
     MAX_VALUES,
 };
 pub use positional::{
-    member_records, read_member, read_record_at, read_records_at, read_records_at_with,
-    unframe_record, OffsetReader,
+    member_records, read_member, read_records_at, read_records_at_with, unframe_record,
+    OffsetReader,
 };
 pub use reader::{ReadOptions, RecordReader, Span};
 pub use source::{Opened, Opener, SharedOpener, SourceReader};

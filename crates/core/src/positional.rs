@@ -128,12 +128,6 @@ pub fn unframe_record(framed: Vec<u8>, path: &str, offset: u64, verify: bool) ->
     record_in(framed, path, offset, verify)
 }
 
-/// Reads the one record framed in `framed_len` bytes at `offset` of an uncompressed file
-/// (an `.idx` entry), checking its checksums.
-pub fn read_record_at(path: &str, offset: u64, framed_len: u64, verify: bool) -> Result<Vec<u8>> {
-    record_in(read_range(path, offset, framed_len)?, path, offset, verify)
-}
-
 /// As [`read_records_at`], except that the data of each record of at least
 /// [`DIRECT_MIN`] bytes goes straight from the file into a buffer `large` makes (one
 /// copy, its checksum taken there); those records come back as `None`.

@@ -664,7 +664,8 @@ pub fn member_records<'py>(
     })
 }
 
-/// The record framed in `length` bytes at `offset` of an uncompressed file.
+/// The record framed in `length` bytes at `offset` of an uncompressed file; a large one
+/// read straight into its `bytes`.
 #[pyfunction]
 #[pyo3(signature = (path, offset, length, verify=true))]
 pub fn read_record_at<'py>(
@@ -675,10 +676,8 @@ pub fn read_record_at<'py>(
     verify: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     crate::errors::guard("read_record_at", || {
-        let data = py
-            .detach(|| tfrecordkit_core::read_record_at(path, offset, length, verify))
-            .py_err(py)?;
-        Ok(PyBytes::new(py, &data))
+        let records = read_records_at(py, path, vec![(offset, length)], verify)?;
+        Ok(records.get_item(0)?.cast_into::<PyBytes>()?)
     })
 }
 
