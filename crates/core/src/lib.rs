@@ -37,8 +37,8 @@ pub use columns::{frame_table, ColumnRef, Rows, Values};
 pub use compression::Compression;
 pub use error::{Error, ErrorKind, Result};
 pub use example::{
-    decode_example, decode_sequence_example, encode_example, encode_sequence_example, Feature,
-    FeatureLists, Features,
+    decode_example, decode_sequence_example, encode_example, encode_example_into,
+    encode_sequence_example, Feature, FeatureLists, Features,
 };
 pub use foreign::foreign_format;
 pub use in_place::parse_each;

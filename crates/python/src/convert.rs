@@ -247,14 +247,51 @@ pub fn to_features(mapping: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Feature)
     let mut out = Vec::new();
     for item in items.try_iter()? {
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-        let key: String = key.extract().map_err(|_| {
-            PyTypeError::new_err(format!("feature names must be str, not {}", key.get_type()))
-        })?;
-        let feature = to_feature(&value).map_err(|e| {
-            let msg = format!("feature {key:?}: {}", e.value(value.py()));
-            PyErr::from_type(e.get_type(value.py()), msg)
-        })?;
-        out.push((key, feature));
+        out.push(named_feature(&key, &value, to_feature)?);
+    }
+    Ok(out)
+}
+
+/// `value` as the feature `key` names, by `convert`; an error names the feature.
+fn named_feature<'py>(
+    key: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+    convert: impl FnOnce(&Bound<'py, PyAny>) -> PyResult<Feature>,
+) -> PyResult<(String, Feature)> {
+    let key: String = key.extract().map_err(|_| {
+        PyTypeError::new_err(format!("feature names must be str, not {}", key.get_type()))
+    })?;
+    let feature = convert(value).map_err(|e| {
+        let msg = format!("feature {key:?}: {}", e.value(value.py()));
+        PyErr::from_type(e.get_type(value.py()), msg)
+    })?;
+    Ok((key, feature))
+}
+
+/// A row as `write_dataset` writes it: its features in order, a `None` value left out,
+/// and an empty list or tuple of a feature whose kind `typed` gives (`"int64"`,
+/// `"float32"`, else bytes) an empty list of that kind (Python's `typed_empty`).
+pub fn row_features(
+    row: &Bound<'_, PyDict>,
+    typed: &Bound<'_, PyDict>,
+) -> PyResult<Vec<(String, Feature)>> {
+    let mut out = Vec::with_capacity(row.len());
+    for (key, value) in row.iter() {
+        if value.is_none() {
+            continue;
+        }
+        let empty = value.cast::<PyList>().is_ok_and(|l| l.is_empty())
+            || value.cast::<PyTuple>().is_ok_and(|t| t.is_empty());
+        let kind = if empty { typed.get_item(&key)? } else { None };
+        let feature = match kind {
+            Some(kind) => match kind.extract::<Cow<'_, str>>()?.as_ref() {
+                "int64" => named_feature(&key, &value, |_| Ok(Feature::Int64(Vec::new())))?,
+                "float32" => named_feature(&key, &value, |_| Ok(Feature::Float(Vec::new())))?,
+                _ => named_feature(&key, &value, |_| Ok(Feature::Bytes(Vec::new())))?,
+            },
+            None => named_feature(&key, &value, to_feature)?,
+        };
+        out.push(feature);
     }
     Ok(out)
 }

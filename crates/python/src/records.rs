@@ -6,16 +6,17 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
 use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
+use tfrecordkit_core::encode_example_into;
 use tfrecordkit_core::LargeRecords;
 use tfrecordkit_core::{
     parse_each, BatchesAhead, Compression, ExampleParser, Finished, MultiFileReader, Parsed,
     ReadOptions, RecordBatch, Span, WriteOptions,
 };
 
-use crate::convert::bytes_like;
+use crate::convert::{bytes_like, row_features};
 use crate::errors::IntoPyResult;
 use crate::lists::CompiledLists;
 use crate::parse::{columns_to_py, CompiledSchema};
@@ -502,6 +503,59 @@ impl RecordWriter {
                 n += 1;
             }
             Ok(n)
+        })
+    }
+
+    /// Writes `items[start:end]` as `write_dataset` takes them: a `bytes` or `bytearray`
+    /// as the record it is, a dict as an Example of its features (`row_features`), an item
+    /// that is `skip` passed over. Stops before any other item, and before a record once
+    /// `limit` framed bytes are written. Returns the items taken, the records written,
+    /// their framed bytes, and whether records (bytes) and rows (dicts) were among them.
+    #[pyo3(signature = (items, typed, skip, start=0, end=None, limit=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn write_rows(
+        &mut self,
+        py: Python<'_>,
+        items: &Bound<'_, PyList>,
+        typed: &Bound<'_, PyDict>,
+        skip: &Bound<'_, PyAny>,
+        start: usize,
+        end: Option<usize>,
+        limit: Option<u64>,
+    ) -> PyResult<(usize, u64, u64, bool, bool)> {
+        crate::errors::guard("RecordWriter.write_rows", || {
+            let end = end.unwrap_or(items.len()).min(items.len());
+            let (mut at, mut records, mut bytes) = (start, 0u64, 0u64);
+            let (mut raw, mut rows) = (false, false);
+            let mut example = Vec::new();
+            while at < end {
+                let item = items.get_item(at)?;
+                if item.is(skip) {
+                    at += 1;
+                    continue;
+                }
+                if limit.is_some_and(|l| bytes >= l) {
+                    break;
+                }
+                let len = if let Ok(row) = item.cast::<PyDict>() {
+                    example.clear();
+                    encode_example_into(&row_features(row, typed)?, &mut example);
+                    self.inner.write(&example).py_err(py)?;
+                    rows = true;
+                    example.len()
+                } else if item.is_instance_of::<PyBytes>() || item.is_instance_of::<PyByteArray>() {
+                    let data = bytes_like(&item)?;
+                    self.inner.write(&data).py_err(py)?;
+                    raw = true;
+                    data.len()
+                } else {
+                    break;
+                };
+                bytes += len as u64 + 16;
+                records += 1;
+                at += 1;
+            }
+            Ok((at - start, records, bytes, raw, rows))
         })
     }
 

@@ -47,6 +47,11 @@ _MIN_SHARD_BYTES = 1 << 20
 _CHUNK_ROWS = 65_536
 # Rows of an iterable of dicts looked at to describe its schema in the manifest.
 _INFER_ROWS = 1000
+# Items of an iterable handed to a shard writer at a time: at most this many, and as many
+# as hold about _LIST_BYTES once their size is known.
+_LIST_ITEMS = 256
+_LIST_BYTES = 4 << 20
+_END = object()
 #: An item of a sized iterable that turned out to hold nothing: it keeps its place in the
 #: contiguous runs that ``num_shards`` cuts, and writes no record (conversion yields it for
 #: a row whose image would not load).
@@ -299,7 +304,9 @@ def write_dataset(
     Columns become features by dtype (see :func:`tfrecordkit.encode_examples`); ``schema``
     overrides the dtypes inferred. Tables are encoded and written on native threads,
     ``workers`` (default: all cores) shards at a time, with no Python object per row;
-    ``workers=1`` uses one thread.
+    ``workers=1`` uses one thread. Iterables are taken a few MiB of items at a time, and
+    their rows encoded natively (as :func:`tfrecordkit.encode_example` encodes a dict),
+    after the first thousand, which describe the schema in the manifest.
 
     Shards: ``num_shards`` fixed, or as many as keep each under ``max_shard_bytes`` and, given
     ``hosts`` (reading machines), at least ten per host when the data is large enough.
@@ -484,6 +491,108 @@ def _write_table(data, shards, schema, num_shards, max_bytes, hosts, workers, pr
     return infos, table.schema()
 
 
+class _Items:
+    """The items of an iterable given to ``write_dataset``, a list at a time. The first
+    ``_INFER_ROWS`` rows are encoded here, so that the manifest can describe their schema
+    and an empty list later on gets its feature's kind; the shard writers take the rest
+    as they are and encode them natively (``RecordWriter.write_rows``)."""
+
+    def __init__(self, data: Any, schema: Mapping[str, Any] | None, bar: Progress) -> None:
+        self._it = iter(data)
+        self._bar = bar
+        self._first = True
+        self._size = _LIST_ITEMS
+        self.guess: SchemaGuess | None = SchemaGuess()
+        self.kinds: set[str] = set()
+        self.rows = 0
+        # The type of each feature, from the schema or the rows before: what an empty
+        # list in a row is written as.
+        self.typed: dict[str, str] = {
+            k: spec.dtype
+            for k, spec in (_as_schema(schema) if schema is not None else {}).items()
+            if isinstance(spec, (FixedLen, VarLen, FixedLenSequence))
+        }
+
+    def lists(self) -> Iterator[tuple[list[Any], bool]]:
+        """Lists of items, each with whether its items are encoded already; each of at
+        most ``_LIST_ITEMS`` items, and of about ``_LIST_BYTES`` once their size is known,
+        so that memory holds a few MiB of rows at most."""
+        records: list[Any] = []
+        size = 0
+        while self.rows < _INFER_ROWS and (item := next(self._it, _END)) is not _END:
+            records.append(self.record(item))
+            size += 0 if records[-1] is SKIPPED else len(records[-1]) + 16
+            if len(records) >= _LIST_ITEMS or size >= _LIST_BYTES:
+                yield records, True
+                records, size = [], 0
+        self._first = False
+        if records:
+            yield records, True
+        while items := list(itertools.islice(self._it, self._size)):
+            yield items, False
+
+    def record(self, item: Any) -> Any:
+        """``item`` as the record written for it (``SKIPPED`` stays as it is)."""
+        if item is SKIPPED:
+            return item
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            if not self.kinds:
+                self._bar.counts("records")
+            self.kinds.add("bytes")
+            record = bytes(item)
+        elif isinstance(item, Mapping):
+            self.kinds.add("rows")
+            typed = self.typed
+            present = {k: typed_empty(v, typed.get(k)) for k, v in item.items() if v is not None}
+            record = encode_example(present)
+            if self._first and self.guess is not None:
+                try:
+                    self.guess.add(decode_example(record))
+                except SchemaError:
+                    self.guess = None  # features of mixed types: no schema to record
+                else:
+                    for key, dtype in self.guess.kinds.items():
+                        typed.setdefault(key, dtype)
+        else:
+            raise TypeError(
+                f"rows must be dicts or serialized records (bytes), not {type(item).__name__}"
+            )
+        self.rows += 1
+        return record
+
+    def write(
+        self,
+        w: Any,
+        items: list[Any],
+        encoded: bool,
+        start: int = 0,
+        end: int | None = None,
+        limit: int | None = None,
+    ) -> tuple[int, int]:
+        """Writes ``items[start:end]`` to the shard writer ``w``, stopping before a record
+        once ``limit`` framed bytes are written: the items taken, and the bytes."""
+        end = len(items) if end is None else end
+        at, written, records = start, 0, 0
+        while True:
+            left = None if limit is None else limit - written
+            taken, n, size, raw, rows = w.write_rows(items, self.typed, SKIPPED, at, end, left)
+            at, written, records = at + taken, written + size, records + n
+            if not encoded:
+                self.kinds.update(("bytes",) * raw + ("rows",) * rows)
+            if at == end or (limit is not None and written >= limit):
+                break
+            # An item the native writer does not take (a Mapping that is not a dict, a
+            # memoryview): encoded here, or refused.
+            record = self.record(items[at])
+            w.write(record)
+            at, written, records = at + 1, written + len(record) + 16, records + 1
+        self._bar.update(records)
+        if at > start and written:
+            per_item = written / (at - start)
+            self._size = max(1, min(_LIST_ITEMS, int(_LIST_BYTES / per_item)))
+        return at - start, written
+
+
 def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
     if isinstance(data, (bytes, str)):
         raise TypeError("data must be a table or an iterable of rows or records, not a string")
@@ -494,99 +603,73 @@ def _write_stream(data, shards, schema, num_shards, max_bytes, hosts, progress):
         )
     total = len(data) if hasattr(data, "__len__") else None
     bar = Progress(progress, total, "writing")
-    guess: SchemaGuess | None = SchemaGuess()
-    kinds: set[str] = set()
-    rows = 0
-    # The type of each feature, from the schema or the rows before: what an empty list
-    # in a row is written as.
-    typed: dict[str, str] = {
-        k: spec.dtype
-        for k, spec in (_as_schema(schema) if schema is not None else {}).items()
-        if isinstance(spec, (FixedLen, VarLen, FixedLenSequence))
-    }
-
-    def records() -> Iterator[Any]:
-        nonlocal rows, guess
-        for item in data:
-            if item is SKIPPED:
-                yield item
-                continue
-            if isinstance(item, (bytes, bytearray, memoryview)):
-                if not kinds:
-                    bar.counts("records")
-                kinds.add("bytes")
-                record = bytes(item)
-            elif isinstance(item, Mapping):
-                kinds.add("rows")
-                present = {
-                    k: typed_empty(v, typed.get(k)) for k, v in item.items() if v is not None
-                }
-                record = encode_example(present)
-                if guess is not None and rows < _INFER_ROWS:
-                    try:
-                        guess.add(decode_example(record))
-                    except SchemaError:
-                        guess = None  # features of mixed types: no schema to record
-                    else:
-                        for key, dtype in guess.kinds.items():
-                            typed.setdefault(key, dtype)
-            else:
-                raise TypeError(
-                    f"rows must be dicts or serialized records (bytes), not {type(item).__name__}"
-                )
-            rows += 1
-            bar.update(1)
-            yield record
-
+    items = _Items(data, schema, bar)
     infos: list[dict[str, Any]] = []
     try:
         if total is not None and (num_shards is not None or hosts is not None):
-            stream: Iterator[Any] = records()
+            lists: Iterator[tuple[list[Any], bool]] = items.lists()
             if num_shards is None:
                 # Enough shards for the hosts needs the size: the collection is in memory
                 # already, so its records can be too.
                 # Skipped items stay: they keep their places in the runs cut below.
-                held = list(stream)
+                held = [x if encoded else items.record(x) for xs, encoded in lists for x in xs]
                 kept = [r for r in held if r is not SKIPPED]
                 num_shards = _plan_shards(sum(len(r) + 16 for r in kept), None, max_bytes, hosts)
                 num_shards = min(num_shards, max(1, len(kept)))
-                stream = iter(held)
-            # Contiguous runs of a known number of records.
+                lists = iter([(held, True)])
+            # Contiguous runs of a known number of items.
             n = _plan_shards(0, num_shards, max_bytes, None)
             bounds = [total * k // n for k in range(n + 1)]
+            current: list[Any] = []
+            encoded, at = True, 0
             for k in range(n):
                 w = shards.new(k)
-                for _ in range(bounds[k + 1] - bounds[k]):
-                    record = next(stream, None)
-                    if record is None:
-                        raise ValueError("the data yielded fewer items than its len() said")
-                    if record is not SKIPPED:
-                        w.write(record)
+                need = bounds[k + 1] - bounds[k]
+                while need:
+                    if at == len(current):
+                        following = next(lists, None)
+                        if following is None:
+                            raise ValueError("the data yielded fewer items than its len() said")
+                        (current, encoded), at = following, 0
+                    taken, _ = items.write(w, current, encoded, at, min(len(current), at + need))
+                    at, need = at + taken, need - taken
                 infos.append(shards.finish(w))
-            for _ in stream:
+            if at < len(current) or next(lists, None) is not None:
                 raise ValueError("the data yielded more items than its len() said")
         elif num_shards is not None:
+            # Round-robin: the i-th record written goes to shard i % n.
             writers = [shards.new(k) for k in range(_plan_shards(0, num_shards, max_bytes, None))]
-            written = (r for r in records() if r is not SKIPPED)
-            for i, record in enumerate(written):
-                writers[i % len(writers)].write(record)
+            n, i = len(writers), 0
+            for xs, encoded in items.lists():
+                kept = [x for x in xs if x is not SKIPPED]
+                for k, w in enumerate(writers):
+                    mine = kept[(k - i) % n :: n]
+                    if mine:
+                        items.write(w, mine, encoded)
+                i += len(kept)
             infos = [shards.finish(w) for w in writers]
         else:
             w, filled = None, 0
-            for record in records():
-                if record is SKIPPED:
-                    continue
-                if w is None or filled >= max_bytes:
-                    if w is not None:
-                        infos.append(shards.finish(w))
-                    w, filled = shards.new(len(infos)), 0
-                w.write(record)
-                filled += len(record) + 16
+            for xs, encoded in items.lists():
+                at = 0
+                while at < len(xs):
+                    if w is None or filled >= max_bytes:
+                        # A shard is started for a record, never for skipped items alone.
+                        while at < len(xs) and xs[at] is SKIPPED:
+                            at += 1
+                        if at == len(xs):
+                            break
+                        if w is not None:
+                            infos.append(shards.finish(w))
+                        w, filled = shards.new(len(infos)), 0
+                    taken, size = items.write(w, xs, encoded, at, None, max_bytes - filled)
+                    at, filled = at + taken, filled + size
             if w is None:
                 w = shards.new(0)
             infos.append(shards.finish(w))
     finally:
         bar.close()
+    guess, kinds = items.guess, items.kinds
     if schema is not None:
         out_schema = Schema(schema)
     elif kinds == {"rows"}:
