@@ -1,7 +1,8 @@
 """The one way a dataset is committed, whoever writes it (``write_dataset``, ``reshard``,
-``repair``, ``convert``, ``tfr.ray.Sink``, the Beam ``WriteExamples``): claim the prefix,
-write the parts under temporary names, then give them all their final names or remove
-them all, write the manifest, and clean up what the previous dataset left."""
+``convert``, ``tfr.ray.Sink``, the Beam ``WriteExamples``): claim the prefix, write the
+parts under temporary names, then give them all their final names or remove them all,
+write the manifest, and clean up what the previous dataset left. ``repair``, which writes
+one file and no manifest, gives it its name with the same ``commit_shard``."""
 
 from __future__ import annotations
 
