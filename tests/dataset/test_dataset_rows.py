@@ -53,6 +53,13 @@ def test_rows_fill_shards_in_order(tmp_path, ds):
     assert sum(sizes) >= 20_000 > sum(sizes[:-1]), "a shard ends once it holds the bound"
 
 
+def test_rows_the_native_writer_leaves_to_python_fill_shards_too(tmp_path, ds):
+    items = [types.MappingProxyType(_row(i)) for i in range(N)]
+    m = ds.write(ds.gen(items), tmp_path / "proxies", max_shard_bytes=5_000)
+    assert len(m.files) > 20
+    assert ds.records(m.files) == [_expected(i) for i in range(N)]
+
+
 def test_rows_deal_round_robin_to_a_fixed_number_of_shards(tmp_path, ds):
     m = ds.write(ds.gen(_items()), tmp_path / "rr", num_shards=3)
     want = [_expected(i) for i in range(N)]

@@ -573,12 +573,14 @@ class _Items:
         once ``limit`` framed bytes are written: the items taken, and the bytes."""
         end = len(items) if end is None else end
         at, written, records = start, 0, 0
-        while True:
+        while at < end and (limit is None or written < limit):
             left = None if limit is None else limit - written
             taken, n, size, raw, rows = w.write_rows(items, self.typed, SKIPPED, at, end, left)
             at, written, records = at + taken, written + size, records + n
-            if not encoded:
-                self.kinds.update(("bytes",) * raw + ("rows",) * rows)
+            if raw and not encoded:
+                self.kinds.add("bytes")
+            if rows:
+                self.kinds.add("rows")
             if at == end or (limit is not None and written >= limit):
                 break
             # An item the native writer does not take (a Mapping that is not a dict, a
