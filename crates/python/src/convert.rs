@@ -283,15 +283,18 @@ pub fn row_features(
         let empty = value.cast::<PyList>().is_ok_and(|l| l.is_empty())
             || value.cast::<PyTuple>().is_ok_and(|t| t.is_empty());
         let kind = if empty { typed.get_item(&key)? } else { None };
-        let feature = match kind {
-            Some(kind) => match kind.extract::<Cow<'_, str>>()?.as_ref() {
-                "int64" => named_feature(&key, &value, |_| Ok(Feature::Int64(Vec::new())))?,
-                "float32" => named_feature(&key, &value, |_| Ok(Feature::Float(Vec::new())))?,
-                _ => named_feature(&key, &value, |_| Ok(Feature::Bytes(Vec::new())))?,
-            },
-            None => named_feature(&key, &value, to_feature)?,
+        let typed_empty = match kind {
+            Some(kind) => Some(match kind.extract::<Cow<'_, str>>()?.as_ref() {
+                "int64" => Feature::Int64(Vec::new()),
+                "float32" => Feature::Float(Vec::new()),
+                _ => Feature::Bytes(Vec::new()),
+            }),
+            None => None,
         };
-        out.push(feature);
+        out.push(named_feature(&key, &value, |v| match typed_empty {
+            Some(feature) => Ok(feature),
+            None => to_feature(v),
+        })?);
     }
     Ok(out)
 }
