@@ -301,3 +301,49 @@ fn units_count_large_records_toward_batch_bytes() {
         assert!(bytes(&unit[..unit.len() - 1]) < 100_000, "and not later");
     }
 }
+
+#[test]
+fn damage_inside_a_large_record_is_named_and_its_neighbours_kept() {
+    use super::testing::sorted;
+
+    let dir = tempfile::tempdir().unwrap();
+    let all = mixed('a');
+    let a = write_file(dir.path(), "a", &all);
+    // Record 4 is large: a byte well inside its data is flipped.
+    let offset = offset_of(&all, 4);
+    flip_byte(&a, offset + HEADER_LEN as u64 + 50_000);
+    let error = Out::Error {
+        kind: ErrorKind::Corrupt,
+        path: Some(a.clone()),
+        offset: Some(offset),
+        record_index: Some(4),
+    };
+    let mut p = plan(vec![a]);
+    p.on_error = OnError::Continue;
+    let out = run(p.clone());
+    assert_eq!(out.iter().filter(|o| **o == error).count(), 1, "{out:?}");
+    let mut want = all.clone();
+    want.remove(4);
+    assert_eq!(unit_records(out), want);
+    p.on_error = OnError::Stop;
+    assert_eq!(run(p.clone()).last(), Some(&error));
+    // Through a shuffle, the damage is still named and the rest kept.
+    p.on_error = OnError::Continue;
+    p.record_ops = vec![super::RecordOp::Shuffle {
+        buffer: 4,
+        seed: Some(1),
+    }];
+    let out = run(p);
+    assert!(out.contains(&error), "{out:?}");
+    assert_eq!(sorted(unit_records(out)), sorted(want));
+}
+
+/// The records of a run's units, the errors left out.
+fn unit_records(out: Vec<Out>) -> Vec<String> {
+    out.into_iter()
+        .flat_map(|o| match o {
+            Out::Unit(records) => records,
+            _ => Vec::new(),
+        })
+        .collect()
+}
