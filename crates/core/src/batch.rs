@@ -56,14 +56,22 @@ impl RecordBatch {
         self.data.len() + self.held_bytes
     }
 
+    #[inline]
     pub fn get(&self, i: usize) -> &[u8] {
         if !self.held.is_empty() {
-            if let Ok(k) = self.held.binary_search_by_key(&i, |h| h.0) {
-                return &self.held[k].1;
+            if let Some(record) = self.held_record(i) {
+                return record;
             }
         }
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.data[start..self.ends[i]]
+    }
+
+    /// Record `i`, when it is held in a buffer of its own.
+    #[cold]
+    fn held_record(&self, i: usize) -> Option<&[u8]> {
+        let k = self.held.binary_search_by_key(&i, |h| h.0).ok()?;
+        Some(&self.held[k].1)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
