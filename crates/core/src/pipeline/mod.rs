@@ -290,8 +290,8 @@ fn produce(
                 }
                 origins.push(origin);
                 if origins.len() == size || batch.bytes() >= plan.batch_bytes {
-                    // The next batch starts with room for the records this one held in
-                    // line.
+                    // The next batch starts with room for as many bytes in `data` as
+                    // this one had.
                     let next = RecordBatch {
                         data: Vec::with_capacity(batch.data.len() + batch.data.len() / 4),
                         ends: Vec::with_capacity(size),
