@@ -54,6 +54,16 @@ pub const MAX_FILL: usize = 1 << 28;
 const RESERVE_CAP: usize = 1 << 24;
 
 impl FeatureSpec {
+    /// The entry for feature `key`: its `dtype`, `kind` and `default` (see the fields).
+    pub fn new(key: &str, dtype: DType, kind: SpecKind, default: Option<Column>) -> FeatureSpec {
+        FeatureSpec {
+            key: key.into(),
+            dtype,
+            kind,
+            default,
+        }
+    }
+
     /// `prod(shape)`, or None when it passes [`MAX_VALUES`].
     fn checked_stride(&self) -> Option<usize> {
         match &self.kind {

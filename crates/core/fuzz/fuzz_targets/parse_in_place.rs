@@ -11,12 +11,7 @@ use tfrecordkit_core::{
 };
 
 fn schema() -> Schema {
-    let spec = |key: &str, dtype, kind, default| FeatureSpec {
-        key: key.into(),
-        dtype,
-        kind,
-        default,
-    };
+    let spec = FeatureSpec::new;
     Schema::new(vec![
         spec("a", DType::Int64, SpecKind::VarLen, None),
         spec("c", DType::Bytes, SpecKind::FixedLen { shape: vec![] }, Some(Column::from_bytes(&[b"x"]))),

@@ -5,12 +5,7 @@ use libfuzzer_sys::fuzz_target;
 use tfrecordkit_core::{parse_examples, Column, DType, FeatureSpec, Schema, SpecKind};
 
 fn schema() -> Schema {
-    let spec = |key: &str, dtype, kind, default| FeatureSpec {
-        key: key.into(),
-        dtype,
-        kind,
-        default,
-    };
+    let spec = FeatureSpec::new;
     Schema::new(vec![
         spec("a", DType::Int64, SpecKind::FixedLen { shape: vec![2] }, Some(Column::Int64(vec![7]))),
         spec("b", DType::Float32, SpecKind::VarLen, None),

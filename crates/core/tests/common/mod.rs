@@ -7,12 +7,7 @@ use tfrecordkit_core::{frame_record, Column, DType, FeatureSpec, SpecKind};
 /// One entry of a schema.
 #[allow(dead_code)] // not every test file makes schemas
 pub fn spec(key: &str, dtype: DType, kind: SpecKind, default: Option<Column>) -> FeatureSpec {
-    FeatureSpec {
-        key: key.into(),
-        dtype,
-        kind,
-        default,
-    }
+    FeatureSpec::new(key, dtype, kind, default)
 }
 
 /// Writes `records`, framed, to the file `name` in `dir`; returns its path.
