@@ -1985,7 +1985,7 @@ def write_doc(
         "dependencies pin TensorFlow, Beam and pyarrow releases that cannot share an",
         "environment with the rest of this benchmark.",
         "",
-        "The Spark rows run on a local Spark 4.0 session (`local[2]`, and `local[1]` for the",
+        "The Spark rows run in a local Spark 4.0 SparkSession (`local[2]`, and `local[1]` for the",
         "scaling row) over the tutorial data in 8 shards: read, then `count(*)` and",
         "`sum(feature1)` in one query, against Spark reading the same rows from Parquet (its",
         "vectorized reader; the file written once by Spark) and against `ray.data.read_tfrecords`",

@@ -100,7 +100,7 @@ def keep_artifacts():
 
 
 def _spark_session(master: str, conf: dict[str, str] | None = None):
-    """A Spark session on ``master`` (with ``conf`` besides), its Python workers this
+    """A SparkSession on ``master`` (with ``conf`` besides), its Python workers this
     interpreter, on loopback."""
     import sys
 
@@ -133,13 +133,13 @@ def _spark_session(master: str, conf: dict[str, str] | None = None):
 
 @pytest.fixture
 def spark():
-    """A local Spark session with two cores, shared by the tests (started once)."""
+    """A local SparkSession with two cores, shared by the tests (started once)."""
     return _spark_session("local[2]")
 
 
 @pytest.fixture
 def cluster_spark(spark_cluster):
-    """A Spark session on the standalone cluster (see ``spark_cluster``)."""
+    """A SparkSession on the standalone cluster (see ``spark_cluster``)."""
     return _spark_session(spark_cluster)
 
 
@@ -153,7 +153,7 @@ def spark_cluster(tmp_path_factory):
 
 @pytest.fixture
 def breakable_cluster_spark(request, tmp_path_factory):
-    """A Spark session on a standalone cluster like ``spark_cluster``'s but of the test's
+    """A SparkSession on a standalone cluster like ``spark_cluster``'s but of the test's
     own, for a test that kills part of it; parametrized indirectly, the SparkSession's conf.
     Yields the SparkSession and the cluster's workers' processes (each the Worker JVM)."""
     conf = getattr(request, "param", None)
