@@ -276,3 +276,24 @@ def test_damage_in_a_large_example_is_skipped_with_its_neighbours_kept(tmp_path)
     assert [v for b in batches for v in b["blob"]] == [r["blob"] for r in kept]
     assert (report.records, report.skipped) == (len(rows) - 1, 1)
     assert per_file == 30 + len(SIZES)
+
+
+def test_a_large_value_starting_its_batch_reaches_arrow_where_it_was_read(tmp_path):
+    """A record larger than 1 MiB that starts a batch is parsed where it was read: its
+    value is not moved, and Arrow's offsets begin past the record's bytes before it."""
+    rng = np.random.default_rng(4)
+    rows = [{"label": i, "blob": rng.bytes(n)} for i, n in enumerate([3 << 20, 5, 2 << 20])]
+    path = tmp_path / "big.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write_many(tfr.encode_example(r) for r in rows)
+    batches = list(tfr.read_arrow(path, SCHEMA, batch_bytes=1))
+    assert [b.num_rows for b in batches] == [1, 1, 1]
+    for batch, row in zip(batches, rows, strict=True):
+        column = batch.column("blob")
+        assert column.to_pylist() == [row["blob"]]
+        if len(row["blob"]) > 1 << 20:
+            offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)
+            assert offsets[column.offset] > 0
+    table = tfr.read_arrow(path, SCHEMA).read_all()
+    assert table.column("blob").to_pylist() == [r["blob"] for r in rows]
+    assert table.column("label").to_pylist() == [0, 1, 2]

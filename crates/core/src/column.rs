@@ -29,16 +29,34 @@ impl DType {
     }
 }
 
-/// A list of values of one dtype: defaults, and parsed columns.
-#[derive(Debug, Clone, PartialEq)]
+/// A list of values of one dtype: defaults, and parsed columns. Two columns are equal
+/// when their values are, however their bytes are laid out.
+#[derive(Debug, Clone)]
 pub enum Column {
     Int64(Vec<i64>),
     Float32(Vec<f32>),
-    /// Values packed back to back; value `i` is `data[ends[i-1]..ends[i]]`.
+    /// Values packed back to back; value `i` is `data[ends[i-1]..ends[i]]`, value 0
+    /// beginning at `lead`. The bytes before it are no value: a large record parsed where
+    /// it was read leaves its first bytes there, rather than moving its value down.
     Bytes {
         data: Vec<u8>,
         ends: Vec<usize>,
+        lead: usize,
     },
+}
+
+impl PartialEq for Column {
+    fn eq(&self, other: &Column) -> bool {
+        match (self, other) {
+            (Column::Int64(a), Column::Int64(b)) => a == b,
+            (Column::Float32(a), Column::Float32(b)) => a == b,
+            (Column::Bytes { .. }, Column::Bytes { .. }) => {
+                self.len() == other.len()
+                    && (0..self.len()).all(|i| self.bytes_at(i) == other.bytes_at(i))
+            }
+            _ => false,
+        }
+    }
 }
 
 impl Column {
@@ -49,6 +67,7 @@ impl Column {
             DType::Bytes => Column::Bytes {
                 data: Vec::new(),
                 ends: Vec::new(),
+                lead: 0,
             },
         }
     }
@@ -61,6 +80,7 @@ impl Column {
             DType::Bytes => Column::Bytes {
                 data: Vec::new(),
                 ends: Vec::with_capacity(n),
+                lead: 0,
             },
         }
     }
@@ -107,7 +127,7 @@ impl Column {
     }
 
     pub(crate) fn push_bytes(&mut self, b: &[u8]) {
-        if let Column::Bytes { data, ends } = self {
+        if let Column::Bytes { data, ends, .. } = self {
             data.extend_from_slice(b);
             ends.push(data.len());
         }
@@ -116,8 +136,8 @@ impl Column {
     /// Value `i` of a bytes column.
     pub fn bytes_at(&self, i: usize) -> &[u8] {
         match self {
-            Column::Bytes { data, ends } => {
-                let start = if i == 0 { 0 } else { ends[i - 1] };
+            Column::Bytes { data, ends, lead } => {
+                let start = if i == 0 { *lead } else { ends[i - 1] };
                 &data[start..ends[i]]
             }
             _ => &[],
@@ -128,9 +148,9 @@ impl Column {
         match self {
             Column::Int64(v) => v.truncate(n),
             Column::Float32(v) => v.truncate(n),
-            Column::Bytes { data, ends } => {
+            Column::Bytes { data, ends, lead } => {
                 ends.truncate(n);
-                data.truncate(ends.last().copied().unwrap_or(0));
+                data.truncate(ends.last().copied().unwrap_or(*lead));
             }
         }
     }
@@ -144,6 +164,7 @@ impl Column {
                 let mut out = Column::Bytes {
                     data: Vec::new(),
                     ends: Vec::with_capacity(order.len()),
+                    lead: 0,
                 };
                 for &i in order {
                     out.push_bytes(self.bytes_at(i));
@@ -192,4 +213,54 @@ pub struct Parsed {
     pub shape: Vec<usize>,
     /// VarLen only: row `i` is `values[row_splits[i]..row_splits[i+1]]`.
     pub row_splits: Option<Vec<i64>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `values` after `lead` bytes that are no value.
+    fn led(lead: &[u8], values: &[&[u8]]) -> Column {
+        let mut data = lead.to_vec();
+        let mut ends = Vec::new();
+        for v in values {
+            data.extend_from_slice(v);
+            ends.push(data.len());
+        }
+        Column::Bytes {
+            data,
+            ends,
+            lead: lead.len(),
+        }
+    }
+
+    #[test]
+    fn a_lead_is_no_value() {
+        let col = led(b"junk", &[b"ab", b"", b"c"]);
+        assert_eq!(col.len(), 3);
+        assert_eq!(col.bytes_at(0), b"ab");
+        assert_eq!(col.bytes_at(1), b"");
+        assert_eq!(col.bytes_at(2), b"c");
+        // Columns are equal by their values, whatever their layout.
+        assert_eq!(col, Column::from_bytes(&[b"ab" as &[u8], b"", b"c"]));
+        assert_ne!(col, Column::from_bytes(&[b"ab" as &[u8], b"c"]));
+        assert_eq!(
+            col.gather(&[2, 0]),
+            Column::from_bytes(&[b"c" as &[u8], b"ab"])
+        );
+    }
+
+    #[test]
+    fn truncating_keeps_the_lead() {
+        let mut col = led(b"junk", &[b"ab", b"c"]);
+        col.truncate(1);
+        assert_eq!(col, Column::from_bytes(&[b"ab"]));
+        col.truncate(0);
+        col.push_bytes(b"new");
+        assert_eq!(col, Column::from_bytes(&[b"new"]));
+        let Column::Bytes { data, lead, .. } = &col else {
+            unreachable!()
+        };
+        assert_eq!((data.as_slice(), *lead), (b"junknew" as &[u8], 4));
+    }
 }

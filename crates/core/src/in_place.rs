@@ -1,24 +1,27 @@
-//! Parsing large Examples where they are read: each (up to [`HOST_MAX`] bytes) is read
-//! from the file straight into the end of the batch's largest bytes column and parsed
-//! there, and that column's values are then moved down over the record within the cache,
-//! so that a large value is copied from the page cache once, into the column handed out.
+//! Parsing large Examples where they are read: each is read from the file straight into
+//! the end of the batch's largest bytes column and parsed there, and that column's values
+//! are then moved down over the record within the cache, so that a large value is copied
+//! from the page cache once, into the column handed out. The first value of a column is
+//! not moved at all (the record's bytes before it are left as the column's lead), so a
+//! record of any size starts a batch this way; later ones up to [`HOST_MAX`] bytes follow.
 
 use crate::batch::RecordBatch;
 use crate::error::Result;
 use crate::multi::{EachRecord, LargeRecords, MultiFileReader};
 use crate::parse::ExampleParser;
 
-/// The largest record read into a column: moving its values down then stays within a
-/// core's cache. A larger one is read into a buffer of its own and its values copied out,
-/// which is faster than moving them within memory by a few bytes.
+/// The largest record read into a column that holds values already: moving its values
+/// down then stays within a core's cache. A larger one is read into a buffer of its own
+/// and its values copied out, which is faster than moving them within memory by a few
+/// bytes.
 pub const HOST_MAX: usize = 1 << 20;
 
 /// Reads records from `reader` as [`MultiFileReader::read_each`] does, up to
 /// `max_records` records or past `max_bytes`, and parses each into `parser`, large ones
 /// where they are read (see the module). Before the first record, each bytes column gets
 /// room for `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]);
-/// records larger than [`HOST_MAX`] are read into `scratch`, grown as needed and best
-/// kept from batch to batch. Errors as for [`MultiFileReader::read_each`].
+/// records larger than [`HOST_MAX`] that do not start their column are read into
+/// `scratch`, grown as needed and best kept from batch to batch. Errors as for [`MultiFileReader::read_each`].
 pub fn parse_each(
     reader: &mut MultiFileReader,
     out: &mut RecordBatch,
@@ -62,9 +65,12 @@ impl LargeRecords for ParseInPlace<'_, '_> {
     fn buffer(&mut self, len: usize) -> Result<&mut [u8]> {
         self.make_room(len);
         self.large = len;
-        self.hosted = len <= HOST_MAX && self.parser.host(len).is_some();
+        self.hosted = self.parser.host(len, HOST_MAX).is_some();
         if self.hosted {
-            return Ok(self.parser.host(len).expect("room made just before"));
+            return Ok(self
+                .parser
+                .host(len, HOST_MAX)
+                .expect("room made just before"));
         }
         if self.scratch.len() < len {
             self.scratch.resize(len, 0);

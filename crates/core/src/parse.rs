@@ -296,8 +296,9 @@ pub(crate) fn read_feature_into(
     dtype: DType,
     col: &mut Column,
 ) -> Result<(Option<Kind>, usize)> {
-    if let Column::Bytes { data, ends } = col {
-        return read_bytes_feature(buf, dtype, &mut Packed { data, ends });
+    if let Column::Bytes { data, ends, lead } = col {
+        let lead = *lead;
+        return read_bytes_feature(buf, dtype, &mut Packed { data, ends, lead });
     }
     let want = dtype.kind();
     if let Some(payload) = packed_payload(buf, want) {
@@ -380,6 +381,7 @@ trait BytesOut {
 struct Packed<'a> {
     data: &'a mut Vec<u8>,
     ends: &'a mut Vec<usize>,
+    lead: usize,
 }
 
 impl BytesOut for Packed<'_> {
@@ -396,7 +398,8 @@ impl BytesOut for Packed<'_> {
 
     fn truncate(&mut self, n: usize) {
         self.ends.truncate(n);
-        self.data.truncate(self.ends.last().copied().unwrap_or(0));
+        self.data
+            .truncate(self.ends.last().copied().unwrap_or(self.lead));
     }
 }
 
@@ -914,19 +917,24 @@ impl<'s> ExampleParser<'s> {
     /// most so far), for the reader to read it straight into; the record is then parsed
     /// there by [`ExampleParser::push_hosted`], which moves that column's values down over
     /// it, so that they are copied once from the file and again only within the cache.
-    /// `None` when the schema has no bytes column, or the memory cannot be had.
-    pub(crate) fn host(&mut self, len: usize) -> Option<&mut [u8]> {
-        let (spec, data) = self
+    /// A column with no value yet keeps the record's first value where it was read, so it
+    /// takes a record of any size; another takes one of at most `limit` bytes. `None`
+    /// otherwise, when the schema has no bytes column, or the memory cannot be had.
+    pub(crate) fn host(&mut self, len: usize, limit: usize) -> Option<&mut [u8]> {
+        let (spec, data, ends) = self
             .acc
             .values
             .iter_mut()
             .enumerate()
             .filter_map(|(i, c)| match c {
-                Column::Bytes { data, .. } => Some((i, data)),
+                Column::Bytes { data, ends, .. } => Some((i, data, ends)),
                 _ => None,
             })
             .rev()
-            .max_by_key(|(_, data)| data.len())?;
+            .max_by_key(|(_, data, _)| data.len())?;
+        if len > limit && !ends.is_empty() {
+            return None;
+        }
         data.try_reserve(len).ok()?;
         self.hosting = Some(spec);
         let start = data.len();
@@ -970,14 +978,23 @@ impl<'s> ExampleParser<'s> {
             &mut self.acc,
             &mut host,
         );
-        let Column::Bytes { data, ends } = &mut self.acc.values[spec] else {
+        let Column::Bytes { data, ends, lead } = &mut self.acc.values[spec] else {
             unreachable!("hosted by a bytes column")
         };
         // Each value moves down to where the column ends: never past the record bytes
-        // still to move, which come after the bytes that made the values before.
+        // still to move, which come after the bytes that made the values before. The
+        // first value of a column stays where it is, the record's bytes before it left
+        // as the column's lead.
         let mut end = at;
         if scanned.is_ok() {
-            for place in host.places.drain(..) {
+            let mut places = host.places.drain(..).peekable();
+            if let (true, Some(&Place::Record(offset, n))) = (ends.is_empty(), places.peek()) {
+                places.next();
+                *lead = at + offset;
+                end = *lead + n;
+                ends.push(end);
+            }
+            for place in places {
                 let n = place.len();
                 match place {
                     Place::Record(offset, _) => buf.copy_within(at + offset..at + offset + n, end),

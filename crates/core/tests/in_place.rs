@@ -2,7 +2,7 @@
 //! then moved down over the record) give what `parse_examples` gives, on every wire shape
 //! a bytes feature can take: repeated keys, a `Feature` split over entries, lists of other
 //! kinds, empty values, large values in a column other than the one read into, and
-//! records too large to read into a column.
+//! records too large to read into a column that holds values already.
 
 mod common;
 
@@ -191,6 +191,38 @@ fn the_column_read_into_is_the_one_holding_most() {
     let got = parse_in_place(&schema, &records, records.len());
     let got: Vec<Vec<Parsed>> = got.into_iter().map(Result::unwrap).collect();
     assert_eq!(got, vec![parse_examples(&schema, &records).unwrap()]);
+}
+
+#[test]
+fn a_record_that_starts_its_column_keeps_its_value_where_it_was_read() {
+    // Larger than HOST_MAX, first in its batch: read into the column "a" (the first bytes
+    // column, all being empty), whose first value stays put, the record's bytes before it
+    // left as the column's lead. Records after it are read in as before.
+    let big = blob(2 * HOST_MAX, 5);
+    let first = example(&[
+        entry("n", &[int64_list(&[7])]),
+        entry("a", &[bytes_list(&[&big, b"after"])]),
+        entry("b", &[bytes_list(&[b"one"])]),
+    ]);
+    let records = vec![
+        first.clone(),
+        example(&[entry("a", &[bytes_list(&[&blob(DIRECT_MIN as usize, 3)])])]),
+        example(&[entry("a", &[bytes_list(&[b"small"])])]),
+    ];
+    let schema = schema();
+    let mut got = parse_in_place(&schema, &records, records.len());
+    let got = got.remove(0).unwrap();
+    assert_eq!(got, parse_examples(&schema, &records).unwrap());
+    let Column::Bytes { data, ends, lead } = &got[0].values else {
+        panic!("a bytes column")
+    };
+    let offset = first
+        .windows(64)
+        .position(|w| w == &big[..64])
+        .expect("the value is in the record");
+    assert_eq!(*lead, offset, "the record's bytes before the value");
+    assert_eq!(&data[*lead..ends[0]], big.as_slice());
+    assert_eq!(ends.len(), 4);
 }
 
 #[test]

@@ -427,12 +427,12 @@ pub fn parsed_column_to_py(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> 
 }
 
 /// A column's values for Python: as [`column_to_py`], or with `raw` a bytes column as
-/// `(data, offsets)`: its values back to back (uint8) and where each ends, after a leading
-/// 0 (int64), as Arrow lays binary out.
+/// `(data, offsets)`: its values back to back (uint8) and where each ends, after where the
+/// first begins (int64), as Arrow lays binary out.
 fn values_to_py(py: Python<'_>, values: Column, raw: bool) -> PyResult<Bound<'_, PyAny>> {
     match values {
-        Column::Bytes { data, ends } if raw => {
-            let offsets: Vec<i64> = std::iter::once(0)
+        Column::Bytes { data, ends, lead } if raw => {
+            let offsets: Vec<i64> = std::iter::once(lead as i64)
                 .chain(ends.iter().map(|&e| e as i64))
                 .collect();
             let data = PyArray1::from_vec(py, data).into_any();

@@ -118,10 +118,17 @@ fn join_columns(a: &mut Column, b: Column) -> Result<()> {
     match (a, b) {
         (Column::Int64(a), Column::Int64(b)) => a.extend(b),
         (Column::Float32(a), Column::Float32(b)) => a.extend(b),
-        (Column::Bytes { data, ends }, Column::Bytes { data: d, ends: e }) => {
+        (
+            Column::Bytes { data, ends, .. },
+            Column::Bytes {
+                data: d,
+                ends: e,
+                lead,
+            },
+        ) => {
             let base = data.len();
-            data.extend(d);
-            ends.extend(e.into_iter().map(|end| end + base));
+            data.extend_from_slice(&d[lead..]);
+            ends.extend(e.into_iter().map(|end| end - lead + base));
         }
         _ => return Err(Error::invalid("a feature's units hold one type")),
     }
@@ -170,12 +177,13 @@ fn split_column(c: &mut Column, at: usize) -> Column {
     match c {
         Column::Int64(v) => Column::Int64(v.split_off(at)),
         Column::Float32(v) => Column::Float32(v.split_off(at)),
-        Column::Bytes { data, ends } => {
-            let cut = if at == 0 { 0 } else { ends[at - 1] };
+        Column::Bytes { data, ends, lead } => {
+            let cut = if at == 0 { *lead } else { ends[at - 1] };
             let rest_ends = ends.split_off(at).into_iter().map(|e| e - cut).collect();
             Column::Bytes {
                 data: data.split_off(cut),
                 ends: rest_ends,
+                lead: 0,
             }
         }
     }
@@ -268,6 +276,28 @@ mod tests {
             ids.iter().map(|&i| i as u64 + 100).collect(),
             None,
         ))
+    }
+
+    #[test]
+    fn bytes_columns_with_a_lead_join_and_split_by_their_values() {
+        let led = Column::Bytes {
+            data: b"junkabc".to_vec(),
+            ends: vec![6, 7],
+            lead: 4,
+        };
+        let mut joined = Column::from_bytes(&[b"x"]);
+        join_columns(&mut joined, led.clone()).unwrap();
+        assert_eq!(joined, Column::from_bytes(&[b"x" as &[u8], b"ab", b"c"]));
+        let mut first = led.clone();
+        let rest = split_column(&mut first, 1);
+        assert_eq!(
+            (first, rest),
+            (Column::from_bytes(&[b"ab"]), Column::from_bytes(&[b"c"]))
+        );
+        let mut none = led;
+        let all = split_column(&mut none, 0);
+        assert_eq!(all, Column::from_bytes(&[b"ab" as &[u8], b"c"]));
+        assert!(none.is_empty());
     }
 
     fn same(a: &Item, b: &Item) -> bool {

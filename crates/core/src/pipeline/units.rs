@@ -105,20 +105,18 @@ fn process(
     let mut out: Vec<Decoded> = parsed.into_iter().map(Decoded::Feature).collect();
     for stage in &plan.images {
         let Some(Decoded::Feature(Parsed {
-            values: Column::Bytes { data, ends },
+            values: values @ Column::Bytes { .. },
             ..
         })) = out.get(stage.feature)
         else {
             return Err(Error::invalid("images are decoded from a bytes feature"));
         };
-        if ends.len() != records.len() {
+        if values.len() != records.len() {
             return Err(Error::invalid(
                 "images are decoded from a feature with one value per record",
             ));
         }
-        let images: Vec<&[u8]> = (0..ends.len())
-            .map(|i| &data[if i == 0 { 0 } else { ends[i - 1] }..ends[i]])
-            .collect();
+        let images: Vec<&[u8]> = (0..values.len()).map(|i| values.bytes_at(i)).collect();
         let base = mix(stage.seed, plan.epoch);
         let seeds: Vec<u64> = origins.iter().map(|o| mix(base, record_key(o))).collect();
         let key = &schema.specs()[stage.feature].key;
