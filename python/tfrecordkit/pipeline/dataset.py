@@ -521,7 +521,9 @@ class Dataset:
         among DataLoader workers and ``torch.distributed`` ranks so that every record is
         delivered exactly once per epoch.
 
-        Call it after ``init_process_group`` (or pass ``rank`` and ``world_size``). Use
+        Call it after ``init_process_group`` (or pass ``rank`` and ``world_size``). Each
+        consumer reads its :meth:`share` ``(num_shards, index)``, with ``num_shards =
+        world_size * num_workers`` and ``index = rank * num_workers + worker_id``. Use
         ``DataLoader(ds, batch_size=None)`` when the pipeline batches, and
         ``ds.set_epoch(e)`` before each epoch to reshuffle. ``pin_memory=True`` and
         ``device="cuda"`` hand each batch to the GPU asynchronously (iterate in the main
