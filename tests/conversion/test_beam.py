@@ -110,6 +110,15 @@ def test_cli_convert_on_the_direct_runner(table, tmp_path):
     assert '"TRAIN": 18' in result.output
 
 
+def test_direct_runner_writes_zlib_shards(table, tmp_path):
+    out = tmp_path / "z"
+    options = {"direct_num_workers": 1}
+    tfr.convert(table.csv, out, runner="DirectRunner", pipeline_options=options, compression="ZLIB")
+    shards = sorted(out.glob("train-*"))
+    assert shards and all(p.read_bytes().startswith(b"\x78") for p in shards)
+    assert tfr.count([str(p) for p in shards]) == 18
+
+
 def test_write_examples_commits_all_or_nothing(tmp_path):
     prefix = str(tmp_path / "d")
     with beam.Pipeline() as p:

@@ -110,6 +110,9 @@ def test_bad_arguments(table, tmp_path):
         tfr.convert(table.csv, tmp_path / "x", roles={"split": "splitter"})
     with pytest.raises(ValueError, match="runner"):
         tfr.convert(table.csv, tmp_path / "x", runner="NoSuchRunner")
+    with pytest.raises(ValueError, match='"gzip" or "zlib"'):
+        tfr.convert(table.csv, tmp_path / "z", compression="bz2")
+    assert not (tmp_path / "z").exists()
     # Dataflow needs its options: they pass through to Beam's validation.
     with pytest.raises(ValueError, match="project"):
         tfr.convert(table.csv, tmp_path / "x", runner="DataflowRunner", pipeline_options={})
@@ -127,6 +130,19 @@ def test_cli_convert(table, tmp_path):
     assert summary["rows"]["TRAIN"] == 18 and summary["discarded"] == 5
     assert len(list((tmp_path / "c").glob("train-*-of-00002.tfrecord"))) == 2
     assert np.sum([tfr.count(str(tmp_path / "c" / f"{s}-*")) for s in ("train", "test")]) == 24
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_cli_convert_compresses_as_reshard_does(table, tmp_path, compression):
+    out = tmp_path / compression
+    args = ["convert", str(table.csv), str(out), "--compression", compression]
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    shards = sorted(out.glob("train-*"))
+    magic = {"gzip": b"\x1f\x8b", "zlib": b"\x78"}[compression]
+    assert shards and all(p.read_bytes().startswith(magic) for p in shards)
+    train = [tfr.decode_example(r) for r in tfr.read_records([str(p) for p in shards])]
+    assert len(train) == 18 and all(ex["image"][0] for ex in train)
 
 
 def test_inspect_writes_a_contact_sheet(table, tmp_path):

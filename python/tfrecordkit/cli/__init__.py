@@ -398,7 +398,7 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
 @click.option(
     "--compression",
     "out_compression",
-    type=click.Choice(["none", "gzip"]),
+    type=click.Choice(["none", "gzip", "zlib"]),
     default="none",
     show_default=True,
     help="Compression of the written shards.",

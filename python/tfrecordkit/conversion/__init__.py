@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._renamed import renamed
+from ..datasets.writer import shard_compression
 from ..integrations import tfds as tfds_lib
 from ..io.paths import expand_paths, join, read_bytes
 from .local import contact_sheet, convert_locally, load
@@ -70,6 +71,9 @@ def convert(
     written by Beam's sink; ``pipeline_options`` (project, region, temp_location...) pass
     through to Beam. Manifests and indexes are added when ``output_dir`` is local.
 
+    ``compression`` (``"gzip"`` or ``"zlib"``; ``None``, ``"none"`` or ``""`` for none) is
+    spelled as for :func:`write_dataset`, on every runner.
+
     ``tfds=True`` also writes TensorFlow Datasets metadata (see
     :func:`tfrecordkit.tfds.write_metadata`), so that ``tfds.builder_from_directory``
     loads the splits: ``image`` as an ``Image``, ``label`` as a ``ClassLabel`` with the
@@ -81,6 +85,7 @@ def convert(
     """
     started = time.monotonic()
     output_dir = os.fspath(output_dir)
+    compression = shard_compression(compression)
     columns, rows = read_rows(source, storage_options)
     why = "the column roles; schema means feature specs everywhere else"
     roles = check_roles(renamed("convert", "roles", roles, "schema", schema, why), columns)

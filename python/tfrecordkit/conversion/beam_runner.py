@@ -93,8 +93,6 @@ def _table_rows(_: object, rows: Callable[[], Iterator[dict[str, Any]]]) -> Iter
 def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -> ConversionSummary:
     columns, roles, by_role = job.columns, job.roles, job.by_role
     output_dir, compression = job.output_dir, job.compression
-    if compression not in (None, "gzip"):
-        raise ValueError('Beam conversion writes compression=None or "gzip"')
     local = not is_url(output_dir)
     if local:
         os.makedirs(output_dir, exist_ok=True)

@@ -262,7 +262,7 @@ def _write_all(data: Any, shards: _Shards, kwargs: dict[str, Any]) -> tuple[list
     return _write_stream(data, shards, *common, kwargs["progress"])
 
 
-def _shard_compression(compression: str | None) -> str | None:
+def shard_compression(compression: str | None) -> str | None:
     """``compression`` as the shards are written, spelled as the readers and the command
     line spell it: None, ``"none"`` or ``""`` (no compression), ``"gzip"``, ``"zlib"``, in
     any case. ``"auto"`` has nothing to go by here: the shards' names come from it."""
@@ -333,7 +333,7 @@ def write_dataset(
     1000
     """
     prefix = os.fspath(prefix)
-    compression = _shard_compression(compression)
+    compression = shard_compression(compression)
     if seekable and compression != "gzip":
         raise ValueError('seekable=True needs compression="gzip"')
     kwargs: dict[str, Any] = {
