@@ -297,3 +297,24 @@ def test_a_large_value_starting_its_batch_reaches_arrow_where_it_was_read(tmp_pa
     table = tfr.read_arrow(path, SCHEMA).read_all()
     assert table.column("blob").to_pylist() == [r["blob"] for r in rows]
     assert table.column("label").to_pylist() == [0, 1, 2]
+
+
+def test_a_record_over_1_mib_starts_its_batch(tmp_path):
+    """Within the byte bound, a batch ends before a record over 1 MiB, which starts the
+    next one read in place; read_examples cuts its batches the same way."""
+    rng = np.random.default_rng(5)
+    sizes = [10, 20, 2 << 20, 30, 3 << 20, 1 << 19]
+    rows = [{"label": i, "blob": rng.bytes(n)} for i, n in enumerate(sizes)]
+    path = tmp_path / "mixed.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write_many(tfr.encode_example(r) for r in rows)
+    batches = list(tfr.read_arrow(path, SCHEMA))
+    assert [b.num_rows for b in batches] == [2, 2, 2]
+    got = [v for b in batches for v in b.column("blob").to_pylist()]
+    assert got == [r["blob"] for r in rows]
+    for batch in batches[1:]:
+        offsets = np.frombuffer(batch.column("blob").buffers()[1], dtype=np.int64)
+        assert offsets[0] > 0
+    parsed = list(tfr.read_examples(path, SCHEMA, 1024))
+    assert [len(b["label"]) for b in parsed] == [2, 2, 2]
+    assert [v for b in parsed for v in b["blob"]] == [r["blob"] for r in rows]

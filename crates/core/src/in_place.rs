@@ -3,7 +3,8 @@
 //! are then moved down over the record within the cache, so that a large value is copied
 //! from the page cache once, into the column handed out. The first value of a column is
 //! not moved at all (the record's bytes before it are left as the column's lead), so a
-//! record of any size starts a batch this way; later ones up to [`HOST_MAX`] bytes follow.
+//! record of any size starts a batch this way; later ones up to [`HOST_MAX`] bytes follow,
+//! and a batch ends before a larger one, which starts the next.
 
 use crate::batch::RecordBatch;
 use crate::error::Result;
@@ -11,17 +12,19 @@ use crate::multi::{EachRecord, LargeRecords, MultiFileReader};
 use crate::parse::ExampleParser;
 
 /// The largest record read into a column that holds values already: moving its values
-/// down then stays within a core's cache. A larger one is read into a buffer of its own
-/// and its values copied out, which is faster than moving them within memory by a few
-/// bytes.
+/// down then stays within a core's cache (moving them further within memory, by a few
+/// bytes, is slower than reading the record apart and copying them out). A batch ends
+/// before a larger one, which is then read at the start of the next.
 pub const HOST_MAX: usize = 1 << 20;
 
 /// Reads records from `reader` as [`MultiFileReader::read_each`] does, up to
 /// `max_records` records or past `max_bytes`, and parses each into `parser`, large ones
 /// where they are read (see the module). Before the first record, each bytes column gets
-/// room for `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]);
-/// records larger than [`HOST_MAX`] that do not start their column are read into
-/// `scratch`, grown as needed and best kept from batch to batch. Errors as for [`MultiFileReader::read_each`].
+/// room for `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]).
+/// The records stop before one larger than [`HOST_MAX`] where `parser` holds values
+/// already. Large records of a schema without bytes columns are read into `scratch`,
+/// grown as needed and best kept from batch to batch. Errors as for
+/// [`MultiFileReader::read_each`].
 pub fn parse_each(
     reader: &mut MultiFileReader,
     out: &mut RecordBatch,
@@ -81,6 +84,10 @@ impl LargeRecords for ParseInPlace<'_, '_> {
     fn discard(&mut self) {
         self.parser.unhost();
         self.hosted = false;
+    }
+
+    fn leaves(&self, len: usize) -> bool {
+        self.parser.hosts_next(len, HOST_MAX)
     }
 }
 

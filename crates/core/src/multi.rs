@@ -19,9 +19,10 @@ pub trait LargeRecords {
     fn ends_batch(&self) -> bool {
         false
     }
-    /// Whether large records are left unread instead: the batch ends before one (noted in
-    /// `RecordBatch::before_large`), for a reader that has buffers of its own to take it.
-    fn leaves(&self) -> bool {
+    /// Whether the next large record, of `len` bytes, is left unread instead: the batch
+    /// ends before it (noted in `RecordBatch::before_large`), for a reader that has
+    /// buffers of its own to take it, or for the next batch to start with it.
+    fn leaves(&self, _len: usize) -> bool {
         false
     }
 }
@@ -91,7 +92,7 @@ impl LargeRecords for LeaveLarge {
 
     fn discard(&mut self) {}
 
-    fn leaves(&self) -> bool {
+    fn leaves(&self, _len: usize) -> bool {
         true
     }
 }
@@ -236,7 +237,9 @@ impl MultiFileReader {
                 continue;
             }
             let got = match reader.next_or_large(&mut out.data, large.is_some()) {
-                Ok(Next::Large(_)) if large.as_deref().is_some_and(|l| l.leaves()) => {
+                Ok(Next::Large(len))
+                    if large.as_deref().is_some_and(|l| l.leaves(len as usize)) =>
+                {
                     out.before_large = true;
                     break;
                 }

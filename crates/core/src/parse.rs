@@ -921,17 +921,10 @@ impl<'s> ExampleParser<'s> {
     /// takes a record of any size; another takes one of at most `limit` bytes. `None`
     /// otherwise, when the schema has no bytes column, or the memory cannot be had.
     pub(crate) fn host(&mut self, len: usize, limit: usize) -> Option<&mut [u8]> {
-        let (spec, data, ends) = self
-            .acc
-            .values
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, c)| match c {
-                Column::Bytes { data, ends, .. } => Some((i, data, ends)),
-                _ => None,
-            })
-            .rev()
-            .max_by_key(|(_, data, _)| data.len())?;
+        let spec = self.host_spec()?;
+        let Column::Bytes { data, ends, .. } = &mut self.acc.values[spec] else {
+            unreachable!("a bytes column")
+        };
         if len > limit && !ends.is_empty() {
             return None;
         }
@@ -941,6 +934,31 @@ impl<'s> ExampleParser<'s> {
         // SAFETY: `try_reserve` made room for `len` more bytes past `start`; the reader
         // only writes them, and `push_hosted` counts them in only once they all were.
         Some(unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().add(start), len) })
+    }
+
+    /// The bytes column [`ExampleParser::host`] reads a record into: the one holding the
+    /// most so far (the first, if none holds any).
+    fn host_spec(&self) -> Option<usize> {
+        self.acc
+            .values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| match c {
+                Column::Bytes { data, .. } => Some((i, data.len())),
+                _ => None,
+            })
+            .rev()
+            .max_by_key(|&(_, held)| held)
+            .map(|(i, _)| i)
+    }
+
+    /// Whether a record of `len` bytes is better read at the start of the next batch:
+    /// [`ExampleParser::host`] would not read it into a column here, and would there.
+    pub(crate) fn hosts_next(&self, len: usize, limit: usize) -> bool {
+        len > limit
+            && self
+                .host_spec()
+                .is_some_and(|spec| !self.acc.values[spec].is_empty())
     }
 
     /// The record [`ExampleParser::host`] gave room for was not read: drops it.

@@ -151,14 +151,30 @@ fn parse_in_place(
     }
 }
 
+/// `records` cut into batches as `parse_in_place` reads them with `schema()`: at most
+/// `per_batch` records, and one over `HOST_MAX` starts a batch (after any record, the
+/// bytes column "b" holds a value, the default where the record has none).
+fn batches(records: &[Vec<u8>], per_batch: usize) -> Vec<&[Vec<u8>]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, record) in records.iter().enumerate() {
+        if i > start && (i - start == per_batch || record.len() > HOST_MAX) {
+            out.push(&records[start..i]);
+            start = i;
+        }
+    }
+    out.push(&records[start..]);
+    out
+}
+
 #[test]
 fn every_wire_shape_parses_as_the_batch_does() {
     let schema = schema();
     let records = records();
     for per_batch in [1, 2, 3, records.len()] {
         let got = parse_in_place(&schema, &records, per_batch);
-        let want: Vec<Vec<Parsed>> = records
-            .chunks(per_batch)
+        let want: Vec<Vec<Parsed>> = batches(&records, per_batch)
+            .into_iter()
             .map(|chunk| parse_examples(&schema, chunk).unwrap())
             .collect();
         let got: Vec<Vec<Parsed>> = got.into_iter().map(Result::unwrap).collect();
@@ -197,32 +213,43 @@ fn the_column_read_into_is_the_one_holding_most() {
 fn a_record_that_starts_its_column_keeps_its_value_where_it_was_read() {
     // Larger than HOST_MAX, first in its batch: read into the column "a" (the first bytes
     // column, all being empty), whose first value stays put, the record's bytes before it
-    // left as the column's lead. Records after it are read in as before.
+    // left as the column's lead. Records after it are read in as before, up to the next
+    // one larger than HOST_MAX, which starts the next batch the same way.
     let big = blob(2 * HOST_MAX, 5);
     let first = example(&[
         entry("n", &[int64_list(&[7])]),
         entry("a", &[bytes_list(&[&big, b"after"])]),
         entry("b", &[bytes_list(&[b"one"])]),
     ]);
+    let last = example(&[entry("a", &[bytes_list(&[&big])])]);
     let records = vec![
         first.clone(),
         example(&[entry("a", &[bytes_list(&[&blob(DIRECT_MIN as usize, 3)])])]),
         example(&[entry("a", &[bytes_list(&[b"small"])])]),
+        last.clone(),
     ];
     let schema = schema();
-    let mut got = parse_in_place(&schema, &records, records.len());
-    let got = got.remove(0).unwrap();
-    assert_eq!(got, parse_examples(&schema, &records).unwrap());
-    let Column::Bytes { data, ends, lead } = &got[0].values else {
-        panic!("a bytes column")
-    };
-    let offset = first
-        .windows(64)
-        .position(|w| w == &big[..64])
-        .expect("the value is in the record");
-    assert_eq!(*lead, offset, "the record's bytes before the value");
-    assert_eq!(&data[*lead..ends[0]], big.as_slice());
-    assert_eq!(ends.len(), 4);
+    let got: Vec<Vec<Parsed>> = parse_in_place(&schema, &records, records.len())
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let want = vec![
+        parse_examples(&schema, &records[..3]).unwrap(),
+        parse_examples(&schema, &records[3..]).unwrap(),
+    ];
+    assert_eq!(got, want);
+    for (batch, (record, values)) in got.iter().zip([(&first, 4), (&last, 1)]) {
+        let Column::Bytes { data, ends, lead } = &batch[0].values else {
+            panic!("a bytes column")
+        };
+        let offset = record
+            .windows(64)
+            .position(|w| w == &big[..64])
+            .expect("the value is in the record");
+        assert_eq!(*lead, offset, "the record's bytes before the value");
+        assert_eq!(&data[*lead..ends[0]], big.as_slice());
+        assert_eq!(ends.len(), values);
+    }
 }
 
 #[test]
@@ -296,7 +323,8 @@ proptest::proptest! {
         record.truncate(record.len().saturating_sub(cut));
         let records = vec![records()[0].clone(), record];
         let got = parse_in_place(&schema, &records, 2).pop().unwrap();
-        match (got, parse_examples(&schema, &records)) {
+        let last = batches(&records, 2).pop().unwrap();
+        match (got, parse_examples(&schema, last)) {
             (Ok(got), Ok(want)) => proptest::prop_assert_eq!(got, want),
             (Err(got), Err(want)) => proptest::prop_assert_eq!(
                 (got.kind, got.record_index, got.key),
