@@ -63,10 +63,12 @@ def ray_cluster():
     return ray
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
     """Headless Chromium from Debian's packages (``CHROMIUM`` names another binary), driven
-    by Playwright. Missing, it skips the test, which fails it in CI."""
+    by Playwright. Missing, it skips the test, which fails it in CI. It lives for one
+    module: a process forked meanwhile (a DataLoader worker, say) would inherit the pipe to
+    Playwright's driver, and a worker left running would keep the driver from ever ending."""
     from pathlib import Path
 
     binary = os.environ.get("CHROMIUM", "/usr/bin/chromium")
