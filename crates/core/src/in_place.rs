@@ -21,8 +21,8 @@ pub const HOST_MAX: usize = 1 << 20;
 /// `max_records` records or past `max_bytes`, and parses each into `parser`, large ones
 /// where they are read (see the module). Before the first record, each bytes column gets
 /// room for `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]).
-/// The records stop before one larger than [`HOST_MAX`] where `parser` holds values
-/// already. Large records of a schema without bytes columns are read into `scratch`,
+/// The records stop before one larger than [`HOST_MAX`] where the bytes column it would
+/// be read into holds values already. Large records of a schema without bytes columns are read into `scratch`,
 /// grown as needed and best kept from batch to batch. Errors as for
 /// [`MultiFileReader::read_each`].
 pub fn parse_each(

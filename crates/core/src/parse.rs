@@ -585,6 +585,10 @@ impl Values for Column {
     }
 }
 
+/// A column's first value stays where a large record was read only if the record's bytes
+/// before it, kept as the column's lead, are at most this share of it.
+const LEAD_SHARE: usize = 4;
+
 /// The spec whose values stay where they are in the record, if any: the bytes column a
 /// large record was read into ([`ExampleParser::push_hosted`]).
 trait Host {
@@ -917,9 +921,10 @@ impl<'s> ExampleParser<'s> {
     /// most so far), for the reader to read it straight into; the record is then parsed
     /// there by [`ExampleParser::push_hosted`], which moves that column's values down over
     /// it, so that they are copied once from the file and again only within the cache.
-    /// A column with no value yet keeps the record's first value where it was read, so it
-    /// takes a record of any size; another takes one of at most `limit` bytes. `None`
-    /// otherwise, when the schema has no bytes column, or the memory cannot be had.
+    /// A column with no value yet keeps the record's first value where it was read (see
+    /// `push_hosted`), so it takes a record of any size; another takes one of at most
+    /// `limit` bytes. `None` otherwise, when the schema has no bytes column, or the memory
+    /// cannot be had.
     pub(crate) fn host(&mut self, len: usize, limit: usize) -> Option<&mut [u8]> {
         let spec = self.host_spec()?;
         let Column::Bytes { data, ends, .. } = &mut self.acc.values[spec] else {
@@ -1002,11 +1007,18 @@ impl<'s> ExampleParser<'s> {
         // Each value moves down to where the column ends: never past the record bytes
         // still to move, which come after the bytes that made the values before. The
         // first value of a column stays where it is, the record's bytes before it left
-        // as the column's lead.
+        // as the column's lead, where they are few beside it: the lead is memory the
+        // column keeps, and bytes of the record its caller never asked for.
         let mut end = at;
         if scanned.is_ok() {
             let mut places = host.places.drain(..).peekable();
-            if let (true, Some(&Place::Record(offset, n))) = (ends.is_empty(), places.peek()) {
+            let stays = match places.peek() {
+                Some(&Place::Record(offset, n)) if ends.is_empty() && offset <= n / LEAD_SHARE => {
+                    Some((offset, n))
+                }
+                _ => None,
+            };
+            if let Some((offset, n)) = stays {
                 places.next();
                 *lead = at + offset;
                 end = *lead + n;

@@ -253,6 +253,34 @@ fn a_record_that_starts_its_column_keeps_its_value_where_it_was_read() {
 }
 
 #[test]
+fn a_column_keeps_no_lead_larger_than_a_quarter_of_its_value() {
+    // The record's first value of "a" comes after a large unwanted feature: kept as a
+    // lead, those bytes would stay with the column, so the value moves down instead.
+    let records = [
+        example(&[
+            entry("skip", &[bytes_list(&[&blob(2 * DIRECT_MIN as usize, 1)])]),
+            entry("a", &[bytes_list(&[b"tiny"])]),
+        ]),
+        example(&[
+            entry("b", &[bytes_list(&[&blob(400, 2)])]),
+            entry("a", &[bytes_list(&[&blob(DIRECT_MIN as usize, 3)])]),
+        ]),
+    ];
+    let schema = schema();
+    for (record, lead_kept) in records.iter().zip([false, true]) {
+        let records = std::slice::from_ref(record);
+        let mut got = parse_in_place(&schema, records, 1);
+        let got = got.remove(0).unwrap();
+        assert_eq!(got, parse_examples(&schema, records).unwrap());
+        let Column::Bytes { data, ends, lead } = &got[0].values else {
+            panic!("a bytes column")
+        };
+        assert_eq!(*lead > 0, lead_kept, "lead {lead}");
+        assert_eq!(data.len(), ends[0], "no bytes past the value");
+    }
+}
+
+#[test]
 fn schemas_without_bytes_columns_parse_large_records_too() {
     let schema = Schema::new(vec![spec("n", DType::Int64, SpecKind::VarLen, None)]).unwrap();
     let records = records();

@@ -73,8 +73,8 @@ def read_arrow(
     ``batch_size`` rows per batch, streamed: a batch in hand, the next one read on a thread
     of its own meanwhile. A batch also ends once its records hold ``batch_bytes`` (4 MiB by
     default), so that memory stays flat and reads fast when rows are large (images,
-    audio): the row count is an upper bound. A record over 1 MiB starts a batch, where
-    its value is read straight into place.
+    audio): the row count is an upper bound. With bytes features in the schema, a batch
+    also ends before a record over 1 MiB, whose value is then read straight into place.
 
     ``schema`` is inferred from the first Examples when omitted (with the feature lists of
     SequenceExamples); ``columns`` keeps some of its features. int64 and float32 values
