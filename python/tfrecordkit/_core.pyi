@@ -112,7 +112,10 @@ class Table:
 @final
 class CompiledSchema:
     def __new__(
-        cls, columns: list[tuple[str, Any]], features: list[tuple[str, Any]] | None = None
+        cls,
+        columns: list[tuple[str, Any]],
+        features: list[tuple[str, Any]] | None = None,
+        unpadded: bool = False,
     ) -> CompiledSchema: ...
     def outputs(self, parsed: list[Any]) -> dict[str, Any]: ...
 

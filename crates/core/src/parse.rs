@@ -98,6 +98,8 @@ pub struct Schema {
     /// How the schema's features are made from its columns; empty when every column is a
     /// feature of its own.
     assembly: Vec<Assembly>,
+    /// Whether a `FixedLenSequence` comes out as a `VarLen` does, checked but not padded.
+    unpadded: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,7 +185,17 @@ impl Schema {
             plan,
             keys,
             assembly: Vec::new(),
+            unpadded: false,
         })
+    }
+
+    /// The schema whose `FixedLenSequence` features come out as `VarLen` ones do (values
+    /// and row splits, counted in values), each record's values checked as ever (present
+    /// unless missing is allowed, a multiple of the shape) but not padded: what a reader
+    /// of lists (Arrow) wants.
+    pub fn unpadded(mut self) -> Schema {
+        self.unpadded = true;
+        self
     }
 
     /// The schema whose features are made from its columns as `assembly` says (sparse
@@ -1113,7 +1125,11 @@ fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Result<Vec<Par
             .iter()
             .flat_map(|a| a.counts[i].iter().copied())
             .collect();
-        let parsed = match &spec.kind {
+        let kind = match spec.kind {
+            SpecKind::FixedLenSequence { .. } if schema.unpadded => &SpecKind::VarLen,
+            ref kind => kind,
+        };
+        let parsed = match kind {
             SpecKind::FixedLen { shape } => {
                 let mut full = vec![batch];
                 full.extend_from_slice(shape);

@@ -165,6 +165,38 @@ fn sequences_pad_to_the_longest_record_with_the_default() {
 }
 
 #[test]
+fn unpadded_sequences_come_as_var_len_values_checked_as_ever() {
+    let records = vec![
+        record(&[("s", Feature::Int64(vec![1, 2, 3, 4]))]),
+        record(&[("s", Feature::Int64(vec![]))]),
+        record(&[("s", Feature::Int64(vec![5, 6]))]),
+    ];
+    let specs = |allow_missing| {
+        let pad = Some(Column::Int64(vec![-1]));
+        vec![spec("s", DType::Int64, sequence(&[2], allow_missing), pad)]
+    };
+    let unpadded = |specs, records: &[Vec<u8>]| {
+        let schema = Schema::new(specs).unwrap().unpadded();
+        let slices: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        parse_examples(&schema, &slices)
+    };
+    let out = unpadded(specs(false), &records).unwrap();
+    assert_eq!(ints(&out[0]), &[1, 2, 3, 4, 5, 6]);
+    assert_eq!(out[0].shape, vec![6]);
+    assert_eq!(out[0].row_splits, Some(vec![0, 4, 4, 6]));
+    // Present but empty is no missing feature; absent is, and so is a count that is no
+    // multiple of the shape, as when padded.
+    let missing = [records[0].clone(), record(&[])];
+    let err = unpadded(specs(false), &missing).unwrap_err();
+    assert_eq!((err.kind, err.record_index), (ErrorKind::Schema, Some(1)));
+    let out = unpadded(specs(true), &missing).unwrap();
+    assert_eq!(out[0].row_splits, Some(vec![0, 4, 4]));
+    let odd = [record(&[("s", Feature::Int64(vec![1, 2, 3]))])];
+    let err = unpadded(specs(true), &odd).unwrap_err();
+    assert!(err.message.contains("a multiple of 2"), "{}", err.message);
+}
+
+#[test]
 fn a_default_of_another_dtype_or_length_is_refused_with_the_schema() {
     let bad_dtype = spec(
         "x",

@@ -65,20 +65,25 @@ impl CompiledSchema {
     /// or `FixedLenSequence` of `tfrecordkit.schema`, read from its attributes.
     /// `features`: the schema's `(name, spec)` pairs as they are; sparse and ragged
     /// features are laid out from the columns they read, plain ones are their columns.
-    /// Without `features` every column is a feature.
+    /// Without `features` every column is a feature. With `unpadded`, a `FixedLenSequence`
+    /// comes out as a `VarLen` does (see `Schema::unpadded`).
     #[new]
-    #[pyo3(signature = (columns, features=None))]
+    #[pyo3(signature = (columns, features=None, unpadded=false))]
     fn new(
         py: Python<'_>,
         columns: Vec<(String, Bound<'_, PyAny>)>,
         features: Option<Vec<(String, Bound<'_, PyAny>)>>,
+        unpadded: bool,
     ) -> PyResult<Self> {
         crate::errors::guard("CompiledSchema.new", || {
             let out = columns
                 .iter()
                 .map(|(key, spec)| column_spec(key, spec))
                 .collect::<PyResult<Vec<_>>>()?;
-            let schema = Schema::new(out).py_err(py)?;
+            let mut schema = Schema::new(out).py_err(py)?;
+            if unpadded {
+                schema = schema.unpadded();
+            }
             let Some(features) = features else {
                 let outputs = columns
                     .iter()

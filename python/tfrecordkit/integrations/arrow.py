@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..errors import SchemaError
 from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from ..io.paths import StorageOptions
 from ..io.policy import OnError
@@ -183,53 +182,29 @@ def _readers(
     """How to read a batch, and how to make its Arrow arrays (context, then lists).
 
     Examples, and the context and feature lists of SequenceExamples, are read and parsed
-    in one native call. A ``FixedLenSequence`` is parsed as the ``VarLen`` it is before
-    padding; one that may not be missing is parsed a second time, as itself, to check
-    that it is there, and that needs the records themselves."""
-    parse = Schema(
-        {k: VarLen(s.dtype) if isinstance(s, FixedLenSequence) else s for k, s in context.items()}
-    )
-    compiled = parse.compiled()
-    required = {
-        k: s for k, s in context.items() if isinstance(s, FixedLenSequence) and not s.allow_missing
-    }
+    in one native call, each ``FixedLenSequence`` checked but not padded."""
+    compiled = context.compiled(unpadded=True)
     wanted = None if lists is None else compiled_lists(lists)
-    if not required:
 
-        def read_parsed() -> Any:
-            return reader.read_parsed(compiled, batch_size, True, wanted, batch_bytes)
+    def read_parsed() -> Any:
+        return reader.read_parsed(compiled, batch_size, True, wanted, batch_bytes)
 
-        if lists is None:
-            return read_parsed, lambda parsed: _example_arrays(pa, context, parsed)
+    if lists is None:
+        return read_parsed, lambda parsed: _example_arrays(pa, context, parsed)
 
-        def both(parsed: Any) -> list[Any]:
-            context_columns, list_columns_ = parsed
-            out = _example_arrays(pa, context, context_columns)
-            return out + _list_arrays(pa, lists, list_columns_)
+    def both(parsed: Any) -> list[Any]:
+        context_columns, list_columns_ = parsed
+        out = _example_arrays(pa, context, context_columns)
+        return out + _list_arrays(pa, lists, list_columns_)
 
-        return read_parsed, both
-
-    check = Schema(required).compiled()
-
-    def read_records() -> list[bytes]:
-        return reader.read_batch(batch_size, batch_bytes)
-
-    def arrays(records: list[bytes]) -> list[Any]:
-        _core.parse_examples(records, check)
-        out = _example_arrays(pa, context, _core.parse_examples(records, compiled))
-        if lists is None:
-            return out
-        assert wanted is not None
-        return out + _list_arrays(pa, lists, _core.parse_sequence_lists(records, wanted, pad=False))
-
-    return read_records, arrays
+    return read_parsed, both
 
 
 def _example_arrays(pa: Any, schema: Schema, parsed: list[Any]) -> list[Any]:
     """The Arrow arrays of ``schema``'s features from a batch's ``parsed`` features (as the
     native parse lays them out, bytes as ``(data, offsets)``)."""
     out = []
-    for (key, spec), p in zip(schema.items(), parsed, strict=True):
+    for spec, p in zip(schema.values(), parsed, strict=True):
         if isinstance(spec, SparseFeature):
             indices, values, _, row_splits = p
             by_dimension = [indices[:, 1 + d] for d in range(len(spec.index_key))]
@@ -245,27 +220,16 @@ def _example_arrays(pa: Any, schema: Schema, parsed: list[Any]) -> list[Any]:
             elif isinstance(spec, VarLen):
                 out.append(list_array(pa, splits, leaf))
             else:
-                offsets = _element_splits(key, spec, splits)
+                offsets = _element_splits(spec, splits)
                 out.append(list_array(pa, offsets, nest_fixed_size(pa, leaf, spec.shape)))
     return out
 
 
-def _element_splits(key: str, spec: FixedLenSequence, splits: np.ndarray) -> np.ndarray:
-    """The row splits of a ``FixedLenSequence``'s elements, from those of its values."""
+def _element_splits(spec: FixedLenSequence, splits: np.ndarray) -> np.ndarray:
+    """The row splits of a ``FixedLenSequence``'s elements, from those of its values (each
+    row's count a multiple of the element's, as the parse checked)."""
     stride = int(np.prod(spec.shape, dtype=np.int64))
-    if stride == 1:
-        return splits
-    counts = np.diff(splits)
-    bad = np.flatnonzero(counts % stride)
-    if bad.size:
-        row = int(bad[0])
-        raise SchemaError(
-            f"feature {key!r} ({spec.dtype}) has {int(counts[row])} values; expected a "
-            f"multiple of {stride}",
-            key=key,
-            record_index=row,
-        )
-    return splits // stride
+    return splits if stride == 1 else splits // stride
 
 
 def _list_arrays(pa: Any, schema: Schema, laid: list[Any]) -> list[Any]:

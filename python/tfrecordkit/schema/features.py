@@ -503,16 +503,21 @@ class Schema(Mapping[str, Spec]):
         # The native parser is rebuilt where the schema lands (another process, say).
         return {**self.__dict__, "_compiled": None}
 
-    def compiled(self) -> _core.CompiledSchema:
+    def compiled(self, *, unpadded: bool = False) -> _core.CompiledSchema:
         """The native schema: the columns parsed from each Example (one per feature, and
         one per key a ``SparseFeature`` or ``RaggedFeature`` reads), and how each feature
-        is made from them, so that one native call parses and lays out a batch."""
+        is made from them, so that one native call parses and lays out a batch. With
+        ``unpadded``, each ``FixedLenSequence`` comes out as a ``VarLen`` does (values and
+        row splits), checked as ever but not padded, as Arrow's lists want it."""
+        if unpadded:
+            return self._compile(unpadded=True)
         if self._compiled is None:
-            self._compiled = _core.CompiledSchema(
-                list(self._columns.items()),
-                None if self._plain else list(self._specs.items()),
-            )
+            self._compiled = self._compile()
         return self._compiled
+
+    def _compile(self, unpadded: bool = False) -> _core.CompiledSchema:
+        features = None if self._plain else list(self._specs.items())
+        return _core.CompiledSchema(list(self._columns.items()), features, unpadded)
 
     def column_keys(self) -> list[str]:
         """The keys of the parsed columns, in the order :meth:`compiled` parses them."""
