@@ -933,10 +933,10 @@ impl<'s> ExampleParser<'s> {
     /// most so far), for the reader to read it straight into; the record is then parsed
     /// there by [`ExampleParser::push_hosted`], which moves that column's values down over
     /// it, so that they are copied once from the file and again only within the cache.
-    /// A column with no value yet keeps the record's first value where it was read (see
-    /// `push_hosted`), so it takes a record of any size; another takes one of at most
-    /// `limit` bytes. `None` otherwise, when the schema has no bytes column, or the memory
-    /// cannot be had.
+    /// A column with no value yet takes a record of any size, as it keeps the record's
+    /// first value where it was read (where the bytes before it are few, see
+    /// `push_hosted`); another takes one of at most `limit` bytes. `None` otherwise, when
+    /// the schema has no bytes column, or the memory cannot be had.
     pub(crate) fn host(&mut self, len: usize, limit: usize) -> Option<&mut [u8]> {
         let spec = self.host_spec()?;
         let Column::Bytes { data, ends, .. } = &mut self.acc.values[spec] else {
