@@ -318,3 +318,23 @@ def test_a_record_over_1_mib_starts_its_batch(tmp_path):
     parsed = list(tfr.read_examples(path, SCHEMA, 1024))
     assert [len(b["label"]) for b in parsed] == [2, 2, 2]
     assert [v for b in parsed for v in b["blob"]] == [r["blob"] for r in rows]
+
+
+def test_large_values_after_the_first_batch_land_in_their_own_column(tmp_path):
+    """With the large value in the schema's second bytes feature, the batches after the
+    first read each record into that feature's column, where the value stays put."""
+    rng = np.random.default_rng(6)
+    rows = [{"caption": b"photo %d" % i, "image": rng.bytes(2 << 20)} for i in range(3)]
+    path = tmp_path / "captioned.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write_many(tfr.encode_example(r) for r in rows)
+    schema = {"caption": tfr.FixedLen([], "bytes"), "image": tfr.FixedLen([], "bytes")}
+    batches = list(tfr.read_arrow(path, schema))
+    assert [b.num_rows for b in batches] == [1, 1, 1]
+    for key in schema:
+        got = [v for b in batches for v in b.column(key).to_pylist()]
+        assert got == [r[key] for r in rows]
+    firsts = [
+        int(np.frombuffer(b.column("image").buffers()[1], dtype=np.int64)[0]) for b in batches
+    ]
+    assert all(f > 0 for f in firsts[1:]), firsts

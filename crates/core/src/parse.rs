@@ -866,6 +866,8 @@ pub struct ExampleParser<'s> {
     first_index: usize,
     /// The bytes column the next large record is read into, while it is there.
     hosting: Option<usize>,
+    /// The bytes column to read a large record into while none holds anything yet.
+    first_host: Option<usize>,
     places: Vec<Place>,
 }
 
@@ -899,8 +901,25 @@ impl<'s> ExampleParser<'s> {
             records: 0,
             first_index: 0,
             hosting: None,
+            first_host: None,
             places: Vec::new(),
         }
+    }
+
+    /// Reads the first large record into bytes column `spec` (one that
+    /// [`ExampleParser::fullest_bytes_column`] named for the batch before, say), where
+    /// that record's value most likely belongs, rather than into the schema's first.
+    pub fn prefer_host(&mut self, spec: Option<usize>) {
+        self.first_host =
+            spec.filter(|&i| matches!(self.acc.values.get(i), Some(Column::Bytes { .. })));
+    }
+
+    /// The bytes column holding the most bytes so far, if any holds any.
+    pub fn fullest_bytes_column(&self) -> Option<usize> {
+        self.host_spec().filter(|&i| match &self.acc.values[i] {
+            Column::Bytes { data, .. } => !data.is_empty(),
+            _ => false,
+        })
     }
 
     /// Room for `bytes` more bytes of values in each bytes column, so that large values
@@ -954,9 +973,11 @@ impl<'s> ExampleParser<'s> {
     }
 
     /// The bytes column [`ExampleParser::host`] reads a record into: the one holding the
-    /// most so far (the first, if none holds any).
+    /// most so far (while none holds any, the one [`ExampleParser::prefer_host`] named,
+    /// or else the first).
     fn host_spec(&self) -> Option<usize> {
-        self.acc
+        let (spec, held) = self
+            .acc
             .values
             .iter()
             .enumerate()
@@ -965,8 +986,12 @@ impl<'s> ExampleParser<'s> {
                 _ => None,
             })
             .rev()
-            .max_by_key(|&(_, held)| held)
-            .map(|(i, _)| i)
+            .max_by_key(|&(_, held)| held)?;
+        Some(if held == 0 {
+            self.first_host.unwrap_or(spec)
+        } else {
+            spec
+        })
     }
 
     /// Whether a record of `len` bytes is better read at the start of the next batch:

@@ -132,9 +132,11 @@ fn parse_in_place(
     let mut out = Vec::new();
     let mut batch = RecordBatch::default();
     let mut scratch = Vec::new();
+    let mut host = None;
     loop {
         batch.clear();
         let mut parser = ExampleParser::new(schema, per_batch);
+        parser.prefer_host(host);
         let bounds = (per_batch, usize::MAX);
         let read = parse_each(
             &mut reader,
@@ -144,6 +146,7 @@ fn parse_in_place(
             1 << 20,
             &mut scratch,
         );
+        host = parser.fullest_bytes_column();
         if batch.is_empty() {
             return out;
         }
@@ -278,6 +281,35 @@ fn a_column_keeps_no_lead_larger_than_a_quarter_of_its_value() {
         assert_eq!(*lead > 0, lead_kept, "lead {lead}");
         assert_eq!(data.len(), ends[0], "no bytes past the value");
     }
+}
+
+#[test]
+fn a_batch_reads_its_first_record_into_the_column_that_held_most_before() {
+    // Each record holds its large value in "b", the schema's second bytes column, and
+    // starts a batch of its own. The first batch reads it into "a", the first column, and
+    // copies the value out; later batches read it into "b", where the value stays put.
+    let records: Vec<Vec<u8>> = (0..3)
+        .map(|i| example(&[entry("b", &[bytes_list(&[&blob(HOST_MAX + 10, i)])])]))
+        .collect();
+    let schema = schema();
+    let got: Vec<Vec<Parsed>> = parse_in_place(&schema, &records, records.len())
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let want: Vec<Vec<Parsed>> = records
+        .chunks(1)
+        .map(|r| parse_examples(&schema, r).unwrap())
+        .collect();
+    assert_eq!(got, want);
+    let leads: Vec<usize> = got
+        .iter()
+        .map(|batch| match &batch[1].values {
+            Column::Bytes { lead, .. } => *lead,
+            _ => panic!("a bytes column"),
+        })
+        .collect();
+    assert_eq!(leads[0], 0, "{leads:?}");
+    assert!(leads[1..].iter().all(|&l| l > 0), "{leads:?}");
 }
 
 #[test]

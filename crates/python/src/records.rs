@@ -90,6 +90,9 @@ pub struct RecordReader {
     /// Where a large record too large to read into its column is read, kept from batch to
     /// batch so that it is not made (and zeroed) again for each.
     large: Vec<u8>,
+    /// The bytes column that held the most in the last batch parsed in place: the next
+    /// batch's first large record is read into it.
+    host: Option<usize>,
 }
 
 enum Reading {
@@ -188,6 +191,7 @@ impl RecordReader {
             inner,
             batch,
             large,
+            host,
             ..
         } = self;
         let Reading::Now(reader) = inner else {
@@ -195,6 +199,7 @@ impl RecordReader {
         };
         let parsed = py.detach(|| {
             let mut parser = ExampleParser::new(&schema.schema, max_records.min(1024));
+            parser.prefer_host(*host);
             for record in batch.iter() {
                 parser.push(record)?;
             }
@@ -212,6 +217,7 @@ impl RecordReader {
                 room,
                 large,
             )?;
+            *host = parser.fullest_bytes_column();
             if parser.is_empty() {
                 return Ok(None);
             }
@@ -288,6 +294,7 @@ impl RecordReader {
                 ahead: ahead && !follow,
                 handed_back: false,
                 large: Vec::new(),
+                host: None,
             })
         })
     }
