@@ -2,9 +2,11 @@
 //! the end of the batch's largest bytes column and parsed there, and that column's values
 //! are then moved down over the record within the cache, so that a large value is copied
 //! from the page cache once, into the column handed out. The first value of a column is
-//! not moved at all (the record's bytes before it are left as the column's lead), so a
-//! record of any size starts a batch this way; later ones up to [`HOST_MAX`] bytes follow,
-//! and a batch ends before a larger one, which starts the next.
+//! not moved at all (the record's bytes before it, where they are few, are left as the
+//! column's lead), so a record of any size starts a batch this way; later ones up to
+//! [`HOST_MAX`] bytes follow, and a batch ends before a larger one, which starts the next.
+//! A batch's first record goes into the column its caller names
+//! ([`ExampleParser::prefer_host`]: the one that held the most in the batch before).
 
 use crate::batch::RecordBatch;
 use crate::error::Result;
@@ -22,9 +24,9 @@ pub const HOST_MAX: usize = 1 << 20;
 /// where they are read (see the module). Before the first record, each bytes column gets
 /// room for `room` bytes more than that record (see [`ExampleParser::reserve_bytes`]).
 /// The records stop before one larger than [`HOST_MAX`] where the bytes column it would
-/// be read into holds values already. Large records of a schema without bytes columns are read into `scratch`,
-/// grown as needed and best kept from batch to batch. Errors as for
-/// [`MultiFileReader::read_each`].
+/// be read into holds values already. Large records of a schema without bytes columns
+/// are read into `scratch`, grown as needed and best kept from batch to batch. Errors as
+/// for [`MultiFileReader::read_each`].
 pub fn parse_each(
     reader: &mut MultiFileReader,
     out: &mut RecordBatch,

@@ -87,7 +87,7 @@ pub struct RecordReader {
     /// Whether the reading thread handed the reader back at a large record: batches of
     /// `bytes` are read in place from then on.
     handed_back: bool,
-    /// Where a large record too large to read into its column is read, kept from batch to
+    /// Where a large record is read when no bytes column can take it, kept from batch to
     /// batch so that it is not made (and zeroed) again for each.
     large: Vec<u8>,
     /// The bytes column that held the most in the last batch parsed in place: the next
