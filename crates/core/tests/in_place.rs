@@ -154,6 +154,25 @@ fn parse_in_place(
     }
 }
 
+/// `parse_in_place`, every batch parsed, against `parse_examples` of each of `chunks`.
+fn assert_parsed_as(
+    schema: &Schema,
+    records: &[Vec<u8>],
+    per_batch: usize,
+    chunks: Vec<&[Vec<u8>]>,
+) -> Vec<Vec<Parsed>> {
+    let got: Vec<Vec<Parsed>> = parse_in_place(schema, records, per_batch)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let want: Vec<Vec<Parsed>> = chunks
+        .into_iter()
+        .map(|chunk| parse_examples(schema, chunk).unwrap())
+        .collect();
+    assert_eq!(got, want, "batches of {per_batch}");
+    got
+}
+
 /// `records` cut into batches as `parse_in_place` reads them with `schema()`: at most
 /// `per_batch` records, and one over `HOST_MAX` starts a batch (after any record, the
 /// bytes column "b" holds a value, the default where the record has none).
@@ -175,13 +194,7 @@ fn every_wire_shape_parses_as_the_batch_does() {
     let schema = schema();
     let records = records();
     for per_batch in [1, 2, 3, records.len()] {
-        let got = parse_in_place(&schema, &records, per_batch);
-        let want: Vec<Vec<Parsed>> = batches(&records, per_batch)
-            .into_iter()
-            .map(|chunk| parse_examples(&schema, chunk).unwrap())
-            .collect();
-        let got: Vec<Vec<Parsed>> = got.into_iter().map(Result::unwrap).collect();
-        assert_eq!(got, want, "batches of {per_batch}");
+        assert_parsed_as(&schema, &records, per_batch, batches(&records, per_batch));
     }
 }
 
@@ -207,9 +220,7 @@ fn the_column_read_into_is_the_one_holding_most() {
         example(&[entry("a", &[bytes_list(&[&y])])]),
     ];
     let schema = schema();
-    let got = parse_in_place(&schema, &records, records.len());
-    let got: Vec<Vec<Parsed>> = got.into_iter().map(Result::unwrap).collect();
-    assert_eq!(got, vec![parse_examples(&schema, &records).unwrap()]);
+    assert_parsed_as(&schema, &records, records.len(), vec![&records]);
 }
 
 #[test]
@@ -232,15 +243,12 @@ fn a_record_that_starts_its_column_keeps_its_value_where_it_was_read() {
         last.clone(),
     ];
     let schema = schema();
-    let got: Vec<Vec<Parsed>> = parse_in_place(&schema, &records, records.len())
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
-    let want = vec![
-        parse_examples(&schema, &records[..3]).unwrap(),
-        parse_examples(&schema, &records[3..]).unwrap(),
-    ];
-    assert_eq!(got, want);
+    let got = assert_parsed_as(
+        &schema,
+        &records,
+        records.len(),
+        vec![&records[..3], &records[3..]],
+    );
     for (batch, (record, values)) in got.iter().zip([(&first, 4), (&last, 1)]) {
         let Column::Bytes { data, ends, lead } = &batch[0].values else {
             panic!("a bytes column")
@@ -292,15 +300,12 @@ fn a_batch_reads_its_first_record_into_the_column_that_held_most_before() {
         .map(|i| example(&[entry("b", &[bytes_list(&[&blob(HOST_MAX + 10, i)])])]))
         .collect();
     let schema = schema();
-    let got: Vec<Vec<Parsed>> = parse_in_place(&schema, &records, records.len())
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
-    let want: Vec<Vec<Parsed>> = records
-        .chunks(1)
-        .map(|r| parse_examples(&schema, r).unwrap())
-        .collect();
-    assert_eq!(got, want);
+    let got = assert_parsed_as(
+        &schema,
+        &records,
+        records.len(),
+        records.chunks(1).collect(),
+    );
     let leads: Vec<usize> = got
         .iter()
         .map(|batch| match &batch[1].values {
@@ -316,15 +321,7 @@ fn a_batch_reads_its_first_record_into_the_column_that_held_most_before() {
 fn schemas_without_bytes_columns_parse_large_records_too() {
     let schema = Schema::new(vec![spec("n", DType::Int64, SpecKind::VarLen, None)]).unwrap();
     let records = records();
-    let got: Vec<Vec<Parsed>> = parse_in_place(&schema, &records, 4)
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
-    let want: Vec<Vec<Parsed>> = records
-        .chunks(4)
-        .map(|c| parse_examples(&schema, c).unwrap())
-        .collect();
-    assert_eq!(got, want);
+    assert_parsed_as(&schema, &records, 4, records.chunks(4).collect());
 }
 
 #[test]
