@@ -942,8 +942,8 @@ def stats_rows(tf, tutorial: Path, rep: int) -> tuple[list[Row], str]:
     return rows, line
 
 
-def spark_session(cores: int):
-    """A local Spark session with ``cores`` cores (any other SparkSession stopped first)."""
+def local_spark(cores: int):
+    """A local SparkSession with ``cores`` cores (any other one stopped first)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
@@ -1030,7 +1030,7 @@ def spark_rows(
 
     rates = {}
     for cores in (1, 2):
-        spark = spark_session(cores)
+        spark = local_spark(cores)
         tfrecords = spark.read.format("tfrecord").load(shards)
         query(tfrecords)  # warm: the Python workers start
         rates[cores] = n / best_of(lambda df=tfrecords: query(df), rep)[0]

@@ -101,7 +101,7 @@ def keep_artifacts():
     return keep
 
 
-def _spark_session(master: str, conf: dict[str, str] | None = None):
+def _spark_at(master: str, conf: dict[str, str] | None = None):
     """A SparkSession on ``master`` (with ``conf`` besides), its Python workers this
     interpreter, on loopback."""
     import sys
@@ -136,13 +136,13 @@ def _spark_session(master: str, conf: dict[str, str] | None = None):
 @pytest.fixture
 def spark():
     """A local SparkSession with two cores, shared by the tests (started once)."""
-    return _spark_session("local[2]")
+    return _spark_at("local[2]")
 
 
 @pytest.fixture
 def cluster_spark(spark_cluster):
     """A SparkSession on the standalone cluster (see ``spark_cluster``)."""
-    return _spark_session(spark_cluster)
+    return _spark_at(spark_cluster)
 
 
 @pytest.fixture(scope="session")
@@ -160,7 +160,7 @@ def breakable_cluster_spark(request, tmp_path_factory):
     Yields the SparkSession and the cluster's workers' processes (each the Worker JVM)."""
     conf = getattr(request, "param", None)
     with _standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as (master, workers):
-        yield _spark_session(master, conf), workers
+        yield _spark_at(master, conf), workers
 
 
 @contextlib.contextmanager
