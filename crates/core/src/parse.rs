@@ -957,13 +957,13 @@ impl<'s> ExampleParser<'s> {
     /// `push_hosted`); another takes one of at most `limit` bytes. `None` otherwise, when
     /// the schema has no bytes column, or the memory cannot be had.
     pub(crate) fn host(&mut self, len: usize, limit: usize) -> Option<&mut [u8]> {
-        let spec = self.host_spec()?;
-        let Column::Bytes { data, ends, .. } = &mut self.acc.values[spec] else {
-            unreachable!("a bytes column")
-        };
-        if len > limit && !ends.is_empty() {
+        if self.hosts_next(len, limit) {
             return None;
         }
+        let spec = self.host_spec()?;
+        let Column::Bytes { data, .. } = &mut self.acc.values[spec] else {
+            unreachable!("a bytes column")
+        };
         data.try_reserve(len).ok()?;
         self.hosting = Some(spec);
         let start = data.len();
