@@ -4,7 +4,8 @@
 //! Reader threads read, decompress and check records, one per open file, and hand them
 //! on in chunks. One pipeline thread runs the interleave and the record stages (shard,
 //! skip, take, cache, shuffle, repeat) and cuts batches; parse workers turn batches into
-//! columns. The consumer receives finished units in order, at most `prefetch` ahead.
+//! columns. The consumer receives finished units in order: at most `prefetch` ready
+//! ahead of it, and one more in the making on each parse worker.
 //! Memory stays bounded by the queues and the buffers the plan asks for (a shuffle
 //! buffer, a cache), whatever the size of the files.
 
@@ -102,12 +103,14 @@ impl Pipeline {
             permits: (plan.parallel_reads > 0).then(|| Permits::new(plan.parallel_reads)),
         });
         let plan = Arc::new(plan);
-        let (out_tx, out_rx) = bounded(plan.prefetch.max(1));
         let workers = if plan.schema.is_some() {
             plan.parse_workers
         } else {
             0
         };
+        // A unit a worker is parsing is not yet ready: `prefetch` units may wait ready for
+        // the consumer while every worker parses one more.
+        let (out_tx, out_rx) = bounded(plan.prefetch.max(1) + workers);
         let (work_tx, work_rx) = bounded::<Work>(workers.max(1));
         let pool = Arc::new(PixelPool::default());
         for _ in 0..workers {
