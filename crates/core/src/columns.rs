@@ -239,6 +239,7 @@ pub fn frame_table(
     let encode = |start: usize| {
         let mut out = Vec::new();
         frame_rows(names, cols, start..(start + CHUNK).min(end), &mut out);
+        crate::memory::keep_freed_buffers_for(out.len());
         out
     };
     if parallel && starts.len() > 1 && crate::pool::pool_usable() {

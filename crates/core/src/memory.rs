@@ -7,7 +7,10 @@
 //! batch lands in pages just mapped for it, and the kernel zeroes each one first: lists
 //! of 100 KB `bytes` are made at 3 GB/s instead of 75. glibc itself raises both limits
 //! (to at most 32 MiB and 64 MiB) once the program frees a large mapped block; readers
-//! set them there when they first meet a large record. A program that sets its own limits
+//! set them there when they first meet a large record, parsers when they first parse a
+//! batch whose columns are that large (a batch of SequenceExamples, padded to its
+//! longest, makes a fresh array of a few hundred KiB per feature list), and writers when
+//! they first encode a chunk of a table that large. A program that sets its own limits
 //! (`GLIBC_TUNABLES=glibc.malloc...` or `MALLOC_*_` variables) keeps them, and
 //! `TFRECORDKIT_MALLOC=system` leaves glibc's defaults in place.
 
@@ -15,6 +18,17 @@
 pub const MMAP_THRESHOLD: usize = 32 << 20;
 /// Free memory at the heap's top kept for the next batch, up to this much.
 pub const TRIM_THRESHOLD: usize = 64 << 20;
+
+/// Buffers of at least this many bytes are ones glibc, by default, maps afresh each time.
+pub const LARGE_BUFFER: usize = 128 << 10;
+
+/// [`keep_freed_buffers`] once a batch works through `bytes` bytes: its records, or what
+/// it encodes.
+pub fn keep_freed_buffers_for(bytes: usize) {
+    if bytes >= LARGE_BUFFER {
+        keep_freed_buffers();
+    }
+}
 
 /// Keeps freed buffers of up to [`MMAP_THRESHOLD`] bytes for reuse, once per process
 /// (glibc only; elsewhere, and where the program chose its own limits, nothing changes).

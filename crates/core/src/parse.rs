@@ -1119,6 +1119,7 @@ pub fn parse_examples<T: AsRef<[u8]> + Sync>(
 ) -> Result<Vec<Parsed>> {
     let n = records.len();
     let bytes: usize = records.iter().map(|r| r.as_ref().len()).sum();
+    crate::memory::keep_freed_buffers_for(bytes);
     let cells = n.saturating_mul(schema.specs.len());
     let big = cells >= PARALLEL_MIN_CELLS || bytes >= PARALLEL_MIN_BYTES;
     let accs = if n >= 64 && big && pool_usable() {

@@ -60,6 +60,7 @@ pub fn parse_feature_lists<T: AsRef<[u8]> + Sync>(
         }
     }
     let bytes: usize = records.iter().map(|r| r.as_ref().len()).sum();
+    crate::memory::keep_freed_buffers_for(bytes);
     if records.len() < 64 || bytes < PARALLEL_MIN_BYTES / 4 || !pool_usable() {
         return read_run(wanted, &lookup, records, 0);
     }
