@@ -362,7 +362,9 @@ class Dataset:
         return self._then(Cache(filename, _stages.CacheStore(filename)))
 
     def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
-        """Prepares up to ``buffer_size`` elements ahead of the consumer."""
+        """Prepares up to ``buffer_size`` elements ahead of the consumer. Where batches are
+        parsed or decoded on worker threads, each worker also makes one more while those
+        wait, so that every worker has work (``AUTOTUNE``: 4)."""
         _check_count("buffer_size", buffer_size, allow_autotune=True)
         return self._then(Prefetch(4 if buffer_size == AUTOTUNE else int(buffer_size)))
 
