@@ -46,7 +46,8 @@ impl FeatureListColumn {
 
 /// Reads the feature lists `wanted` (key, dtype) of each record. Lists not wanted are
 /// skipped unread; of a key given twice, the last list counts, as protobuf merges maps.
-/// Large batches are split across threads.
+/// Batches of [`PARALLEL_MIN_BYTES`] of records or more are split across threads, as
+/// Examples are: below that, a batch of 256 clips parsed 1.4 times slower split in two.
 pub fn parse_feature_lists<T: AsRef<[u8]> + Sync>(
     wanted: &[(String, DType)],
     records: &[T],
@@ -61,7 +62,7 @@ pub fn parse_feature_lists<T: AsRef<[u8]> + Sync>(
     }
     let bytes: usize = records.iter().map(|r| r.as_ref().len()).sum();
     crate::memory::keep_freed_buffers_for(bytes);
-    if records.len() < 64 || bytes < PARALLEL_MIN_BYTES / 4 || !pool_usable() {
+    if records.len() < 64 || bytes < PARALLEL_MIN_BYTES || !pool_usable() {
         return read_run(wanted, &lookup, records, 0);
     }
     let runs = split_run(records.len(), |part| {
