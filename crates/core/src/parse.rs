@@ -1105,9 +1105,10 @@ impl<'s> ExampleParser<'s> {
 
 /// Batches are split across the thread pool only when there is at least this much work,
 /// counted as records × schema features (about a millisecond), or this many bytes: waking
-/// the pool costs more than it saves on smaller batches.
+/// the pool costs more than it saves on smaller batches. (1,024 Examples of a bag of 30
+/// ids and weights, 400 KiB, parse x1.03 faster unsplit; 4,096 of them x1.06 faster split.)
 pub const PARALLEL_MIN_CELLS: usize = 50_000;
-pub const PARALLEL_MIN_BYTES: usize = 1 << 18;
+pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
 /// Parses a batch of serialized Examples with `schema`.
 ///
