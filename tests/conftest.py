@@ -145,7 +145,7 @@ def cluster_spark(spark_cluster):
     return _spark_at(spark_cluster)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark_cluster(tmp_path_factory):
     """A Spark standalone cluster on loopback: a master and two workers of one core each,
     started from the PySpark installation and stopped afterwards. Yields its master URL."""
