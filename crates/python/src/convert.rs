@@ -222,15 +222,17 @@ pub fn to_feature(obj: &Bound<'_, PyAny>) -> PyResult<Feature> {
             return from_array(arr);
         }
     }
+    // Lists before scalars: `scalar` ends by asking for a `dtype` attribute, which a list
+    // answers with an AttributeError that costs more than the rest of its conversion.
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        return from_scalars(obj.try_iter()?);
+    }
     if let Some(s) = scalar(obj)? {
         return Ok(match s {
             Scalar::Int(v) => Feature::Int64(vec![v]),
             Scalar::Float(v) => Feature::Float(vec![v]),
             Scalar::Bytes(b) => Feature::Bytes(vec![b]),
         });
-    }
-    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        return from_scalars(obj.try_iter()?);
     }
     if obj.hasattr("__iter__")? && !obj.is_instance_of::<PyDict>() {
         return from_scalars(obj.try_iter()?);
