@@ -157,6 +157,38 @@ def test_a_record_batch_reader_is_dealt_evenly_across_num_shards(tmp_path):
         tfr.write_dataset(_stream(10, 5), str(tmp_path / "h"), hosts=2, progress=False)
 
 
+@pytest.mark.parametrize("large", [False, True])
+def test_arrow_strings_and_binaries_encode_as_their_python_values(large):
+    # Arrow's string and binary columns are read from their buffers, offsets included:
+    # slices, chunks, nulls and lists of them give the bytes that the same values give as
+    # Python lists, and that each row gives alone.
+    string, binary = (pa.large_string(), pa.large_binary()) if large else (pa.string(), pa.binary())
+    columns = {
+        "s": pa.array(["a", None, "ccc", "", "é€"], string),
+        "b": pa.array([b"x", b"yy", None, b"", b"\x00z"], binary),
+        "ls": pa.array([["a", "b"], [], None, ["c"], ["", "e", "f"]], pa.list_(string)),
+        "i": pa.array([1, 2, 3, 4, 5]),
+    }
+    table = pa.table(columns)
+    for arrow in (table, table.slice(1, 3), table.slice(5), pa.concat_tables([table, table[2:]])):
+        python = {name: arrow.column(name).to_pylist() for name in arrow.column_names}
+        encoded = tfr.encode_examples(arrow)
+        assert encoded == tfr.encode_examples(python)
+        assert encoded == [
+            b"".join(tfr.encode_examples(arrow.slice(i, 1))) for i in range(len(arrow))
+        ]
+
+
+def test_packed_bytes_with_offsets_outside_their_data_are_refused():
+    from tfrecordkit import _core
+
+    data = np.frombuffer(b"abcd", np.uint8)
+    for offsets in ([0, 9], [2, 1], [-1, 2]):
+        packed = ((data, np.array(offsets, np.int64)), 1, None, None)
+        with pytest.raises(ValueError, match='column "s": its value offsets'):
+            _core.Table(["s"], [packed], 1)
+
+
 def test_write_dataset_takes_arrow_datasets_and_polars_frames(tmp_path):
     import polars
     import pyarrow.dataset as pads

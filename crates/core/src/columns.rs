@@ -14,6 +14,12 @@ pub enum Values<'a> {
     Int64(&'a [i64]),
     Float32(&'a [f32]),
     Bytes(&'a [&'a [u8]]),
+    /// Bytes values packed back to back, as Arrow lays out a binary column: value `j` is
+    /// `data[offsets[j]..offsets[j + 1]]`.
+    Packed {
+        data: &'a [u8],
+        offsets: &'a [i64],
+    },
 }
 
 impl Values<'_> {
@@ -22,8 +28,30 @@ impl Values<'_> {
             Values::Int64(v) => v.len(),
             Values::Float32(v) => v.len(),
             Values::Bytes(v) => v.len(),
+            Values::Packed { offsets, .. } => offsets.len().saturating_sub(1),
         }
     }
+
+    /// Whether every packed value lies inside the buffer; other values always do.
+    fn in_bounds(&self) -> bool {
+        match self {
+            Values::Packed { data, offsets } => {
+                !offsets.is_empty()
+                    && offsets[0] >= 0
+                    && offsets.windows(2).all(|p| p[0] <= p[1])
+                    && offsets
+                        .last()
+                        .is_some_and(|&l| l as u64 <= data.len() as u64)
+            }
+            _ => true,
+        }
+    }
+}
+
+/// Packed bytes value `j` (the offsets are checked by [`ColumnRef::check`]).
+#[inline]
+fn packed<'a>(data: &'a [u8], offsets: &[i64], j: usize) -> &'a [u8] {
+    &data[offsets[j] as usize..offsets[j + 1] as usize]
 }
 
 /// Which values belong to which row.
@@ -66,6 +94,11 @@ impl<'a> ColumnRef<'a> {
                     && off.last().map(|&l| l as usize) == Some(have)
             }
         };
+        if !self.values.in_bounds() {
+            return Err(Error::invalid(format!(
+                "column {name:?}: its value offsets do not lie in order inside its data"
+            )));
+        }
         let valid_ok = self.valid.is_none_or(|v| v.len() == n);
         if fits && valid_ok {
             Ok(())
@@ -114,6 +147,11 @@ impl<'a> ColumnRef<'a> {
                 },
             ),
             Values::Bytes(v) => (1, v[r].iter().map(|b| len_field_size(b.len())).sum()),
+            Values::Packed { offsets, .. } => (
+                1,
+                r.map(|j| len_field_size((offsets[j + 1] - offsets[j]) as usize))
+                    .sum(),
+            ),
         }
     }
 
@@ -144,13 +182,23 @@ impl<'a> ColumnRef<'a> {
             }
             Values::Bytes(v) => {
                 for b in &v[r] {
-                    put_tag(out, 1, wire::LEN);
-                    put_varint(out, b.len() as u64);
-                    out.extend_from_slice(b);
+                    put_bytes_value(b, out);
+                }
+            }
+            Values::Packed { data, offsets } => {
+                for j in r {
+                    put_bytes_value(packed(data, offsets, j), out);
                 }
             }
         }
     }
+}
+
+#[inline]
+fn put_bytes_value(b: &[u8], out: &mut Vec<u8>) {
+    put_tag(out, 1, wire::LEN);
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
 }
 
 /// Checks every column against the row count `n`.
@@ -352,5 +400,65 @@ mod tests {
             ..ColumnRef::fixed(Values::Int64(&ints), 1)
         }];
         assert!(check_table(&names, &short_mask, 3).is_err());
+    }
+
+    #[test]
+    fn packed_bytes_encode_as_separate_values() {
+        // A sliced Arrow array: its offsets start past the buffer's first bytes.
+        let data = b"skipxyzhello";
+        let offsets = [4i64, 5, 7, 7, 12];
+        let views: Vec<&[u8]> = vec![b"x", b"yz", b"", b"hello"];
+        let names = ["s"];
+        let packed = [ColumnRef::fixed(
+            Values::Packed {
+                data,
+                offsets: &offsets,
+            },
+            1,
+        )];
+        let sliced = [ColumnRef::fixed(Values::Bytes(&views), 1)];
+        check_table(&names, &packed, 4).unwrap();
+        for i in 0..4 {
+            assert_eq!(
+                encode_row(&names, &packed, i),
+                encode_row(&names, &sliced, i)
+            );
+        }
+        assert_eq!(
+            framed_sizes(&names, &packed, 4),
+            framed_sizes(&names, &sliced, 4)
+        );
+        // Lists of packed values, as a list<binary> column gives them.
+        let rows = [0i64, 3, 4];
+        let lists = [ColumnRef {
+            values: Values::Packed {
+                data,
+                offsets: &offsets,
+            },
+            rows: Rows::Ragged(&rows),
+            valid: None,
+        }];
+        check_table(&names, &lists, 2).unwrap();
+        let expected = encode_example(&[(
+            "s",
+            Feature::Bytes(vec![b"x".to_vec(), b"yz".to_vec(), b"".to_vec()]),
+        )]);
+        assert_eq!(encode_row(&names, &lists, 0), expected);
+    }
+
+    #[test]
+    fn packed_offsets_outside_the_buffer_are_refused() {
+        let names = ["s"];
+        for offsets in [&[0i64, 3, 2][..], &[-1, 2, 3], &[0, 2, 9], &[]] {
+            let col = [ColumnRef::fixed(
+                Values::Packed {
+                    data: b"abcd",
+                    offsets,
+                },
+                1,
+            )];
+            let n = offsets.len().saturating_sub(1);
+            assert!(check_table(&names, &col, n).is_err(), "{offsets:?}");
+        }
     }
 }

@@ -20,6 +20,9 @@ enum Stored {
         _owners: Vec<Py<PyBytes>>,
         views: Vec<&'static [u8]>,
     },
+    /// Bytes values packed in one uint8 array (Arrow's binary layout): the array, its
+    /// length when the table was checked, and the values' offsets into it.
+    Packed(Py<PyArray1<u8>>, usize, Vec<i64>),
     /// Fixed-width bytes copied out of a 2-D uint8 array, trailing NULs dropped, and
     /// views into that copy.
     Copied {
@@ -36,8 +39,10 @@ struct StoredColumn {
 }
 
 /// Each column is a tuple `(values, width, offsets, mask)`: `values` a 1-D int64 or float32
-/// array, a 2-D uint8 array of fixed-width bytes, or a list of bytes; `width` the number of
-/// values per row when `offsets` (int64 row boundaries) is None; `mask` uint8 (0 = null).
+/// array, a 2-D uint8 array of fixed-width bytes, a list of bytes, or a pair `(data,
+/// value_offsets)` of a 1-D uint8 array and int64 offsets (value `j` is
+/// `data[value_offsets[j]:value_offsets[j + 1]]`); `width` the number of values per row
+/// when `offsets` (int64 row boundaries) is None; `mask` uint8 (0 = null).
 fn store(col: &Bound<'_, PyAny>) -> PyResult<StoredColumn> {
     let t = col.cast::<PyTuple>()?;
     let values = t.get_item(0)?;
@@ -66,6 +71,12 @@ fn store(col: &Bound<'_, PyAny>) -> PyResult<StoredColumn> {
             .map(|(at, len)| unsafe { std::slice::from_raw_parts(data.as_ptr().add(at), len) })
             .collect();
         Stored::Copied { _data: data, views }
+    } else if let Ok(pair) = values.cast::<PyTuple>() {
+        let (data, value_offsets): (Bound<'_, PyArray1<u8>>, PyReadonlyArray1<'_, i64>) =
+            pair.extract()?;
+        let len = data.len();
+        // The offsets are copied: they are checked once, and every later use trusts them.
+        Stored::Packed(data.unbind(), len, value_offsets.as_slice()?.to_vec())
     } else if let Ok(list) = values.cast::<PyList>() {
         let owners = list
             .iter()
@@ -170,14 +181,28 @@ impl Table {
                 _ => None,
             })
             .collect();
+        let packed: Vec<Option<PyReadonlyArray1<'_, u8>>> = self
+            .columns
+            .iter()
+            .map(|c| match &c.values {
+                Stored::Packed(a, ..) => Some(a.bind(py).readonly()),
+                _ => None,
+            })
+            .collect();
         let mut refs = Vec::with_capacity(self.columns.len());
         for (i, c) in self.columns.iter().enumerate() {
-            let values = match (&c.values, &ints[i], &floats[i]) {
-                (Stored::Int(_, n), Some(a), _) => Values::Int64(same_len(a.as_slice()?, *n)?),
-                (Stored::Float(_, n), _, Some(a)) => Values::Float32(same_len(a.as_slice()?, *n)?),
-                (Stored::Bytes { views, .. } | Stored::Copied { views, .. }, _, _) => {
+            let values = match (&c.values, &ints[i], &floats[i], &packed[i]) {
+                (Stored::Int(_, n), Some(a), _, _) => Values::Int64(same_len(a.as_slice()?, *n)?),
+                (Stored::Float(_, n), _, Some(a), _) => {
+                    Values::Float32(same_len(a.as_slice()?, *n)?)
+                }
+                (Stored::Bytes { views, .. } | Stored::Copied { views, .. }, _, _, _) => {
                     Values::Bytes(views)
                 }
+                (Stored::Packed(_, n, offsets), _, _, Some(a)) => Values::Packed {
+                    data: same_len(a.as_slice()?, *n)?,
+                    offsets,
+                },
                 _ => unreachable!("numeric columns are borrowed above"),
             };
             refs.push(ColumnRef {

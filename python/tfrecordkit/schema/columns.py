@@ -27,7 +27,9 @@ _NUMERIC = {"int64": np.int64, "float32": np.float32}
 class Column:
     """One column as the extension reads it (see ``crates/python/src/table.rs``)."""
 
-    values: Any  # 1-D int64/float32 array, 2-D uint8 array (fixed-width bytes), list[bytes]
+    # 1-D int64/float32 array, 2-D uint8 array (fixed-width bytes), list[bytes], or
+    # (uint8 data, int64 value offsets): bytes packed as Arrow lays them out.
+    values: Any
     width: int  # values per row when offsets is None
     offsets: np.ndarray | None  # int64 row boundaries, len rows + 1
     mask: np.ndarray | None  # uint8, 0 = null
@@ -181,14 +183,10 @@ def _arrow_column(name: str, arr: Any) -> Column:
             raise TypeError(f"column {name!r}: variable or null items in a fixed-size list")
         shape = (t.list_size, *(inner.shape or ()))
         return Column(inner.values, t.list_size * inner.width, None, mask, inner.dtype, shape)
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_large_binary(t)
-    ):
-        values = [b"" if v is None else _to_bytes(name, v) for v in arr.to_pylist()]
-        return Column(values, 1, None, mask, "bytes", ())
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        return Column(_packed(arr, np.int32), 1, None, mask, "bytes", ())
+    if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+        return Column(_packed(arr, np.int64), 1, None, mask, "bytes", ())
     if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):
         if pa.types.is_boolean(t):
             arr = arr.cast(pa.int8())
@@ -196,6 +194,17 @@ def _arrow_column(name: str, arr: Any) -> Column:
         values, dtype = _numeric(name, np_values)
         return Column(values, 1, None, mask, dtype, ())
     raise TypeError(f"column {name!r}: unsupported Arrow type {t}")
+
+
+def _packed(arr: Any, offset_type: type) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow binary or string array's values as the native encoder reads them, without
+    a Python object per value: its data buffer (not copied) and its value offsets."""
+    _, offsets, data = arr.buffers()
+    if offsets is None or len(arr) == 0:
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64)
+    ends = np.frombuffer(offsets, dtype=offset_type)[arr.offset : arr.offset + len(arr) + 1]
+    values = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+    return values, ends.astype(np.int64)
 
 
 def _pandas_column(name: str, series: Any) -> Column:
