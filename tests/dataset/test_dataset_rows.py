@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 import tfrecordkit as tfr
-from tfrecordkit.datasets.writer import SKIPPED
+from tfrecordkit.datasets.sources import SKIPPED
 
 N = 2_600
 
@@ -116,16 +116,16 @@ def test_a_sized_collection_that_miscounts_is_refused(tmp_path, ds):
 
 
 def test_large_rows_are_taken_a_few_at_a_time(tmp_path, ds, monkeypatch):
-    from tfrecordkit.datasets import writer
+    from tfrecordkit.datasets import sources
 
     lists = []
 
-    class Watched(writer._Items):
+    class Watched(sources._Items):
         def write(self, w, items, encoded, *args, **kwargs):
             lists.append(sum(x is not SKIPPED for x in items))
             return super().write(w, items, encoded, *args, **kwargs)
 
-    monkeypatch.setattr(writer, "_Items", Watched)
+    monkeypatch.setattr(sources, "_Items", Watched)
     rows = ({"i": i, "blob": b"x" * 200_000} for i in range(1_200))
     m = ds.write(rows, tmp_path / "big", max_shard_bytes="50MB")
     assert m.records == 1_200

@@ -264,7 +264,7 @@ def test_hosts_sized_collection_of_records(tmp_path, ds):
 def test_hosts_with_skipped_items_keeps_every_record(tmp_path, ds):
     # Items that turned out to hold nothing (conversion's rows whose image would not load)
     # keep their places in the runs: the shard bounds still add up to len(data).
-    from tfrecordkit.datasets.writer import SKIPPED
+    from tfrecordkit.datasets.sources import SKIPPED
 
     recs = [b"r" * 4000 if i % 5 else SKIPPED for i in range(12 * MiB // 4016)]
     m = ds.write(recs, tmp_path / "hk", hosts=1)

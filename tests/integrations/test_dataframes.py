@@ -89,16 +89,16 @@ def test_write_dataset_streams_a_hugging_face_dataset_as_it_stands(tmp_path):
 
 
 def test_a_hugging_face_dataset_is_written_a_batch_at_a_time(tmp_path, monkeypatch):
-    from tfrecordkit.datasets import writer
+    from tfrecordkit.datasets import sources
 
     seen: list[int] = []
-    as_table = writer.as_table
+    as_table = sources.as_table
 
     def spy(batch, schema=None):
         seen.append(batch.num_rows)
         return as_table(batch, schema)
 
-    monkeypatch.setattr(writer, "as_table", spy)
+    monkeypatch.setattr(sources, "as_table", spy)
     hf = datasets.Dataset.from_dict({"x": list(range(150_000))})
     written = tfr.write_dataset(hf, str(tmp_path / "big" / "train"))
     assert written.records == 150_000

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..datasets.manifest import Manifest
-from ..datasets.writer import SKIPPED, Progress, write_dataset
+from ..datasets.sources import SKIPPED
+from ..datasets.writer import Progress, write_dataset
 from ..integrations import tfds
 from ..io.paths import StorageOptions, exists, is_url, join, read_bytes, remove, write_file
 from ..io.records import read_records
