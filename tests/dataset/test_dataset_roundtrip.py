@@ -165,6 +165,38 @@ def test_pandas_dense_columns_give_fixed_schema(tmp_path, ds):
     assert batch["s"].tolist() == [b"u", b"v", b"w"]
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "string[python]",
+        "string[pyarrow]",
+        pd.ArrowDtype(pa.string()),
+        pd.ArrowDtype(pa.large_binary()),
+        pd.ArrowDtype(pa.list_(pa.string())),
+        pd.ArrowDtype(pa.list_(pa.int64())),
+        pd.ArrowDtype(pa.int64()),
+        pd.ArrowDtype(pa.bool_()),
+    ],
+    ids=str,
+)
+def test_pandas_string_and_arrow_columns_encode_as_their_values(dtype):
+    # Columns that pandas keeps as Arrow arrays are encoded from them; each row encodes as
+    # the same values do as Python objects.
+    values = {
+        "string": ["a", None, "ccc", "", "ключ"],
+        "binary": [b"x", None, b"", b"\x00z", b"w"],
+        "list<item: string>": [["a", "b"], [], None, [""], ["c"]],
+        "list<item: int64>": [[1, 2], [], None, [3], [4, 5, 6]],
+        "int64": [1, None, 3, -4, 2**40],
+        "bool": [True, None, False, True, False],
+    }
+    name = str(getattr(dtype, "pyarrow_dtype", "string")).replace("large_", "")
+    column = pd.Series(values[name], dtype=dtype)
+    frame = pd.DataFrame({"c": column, "n": np.arange(5)})
+    python = pd.DataFrame({"c": pd.Series(values[name], dtype=object), "n": np.arange(5)})
+    assert tfr.encode_examples(frame) == tfr.encode_examples(python)
+
+
 # ---------------------------------------------------------------------------------------------
 # pyarrow
 # ---------------------------------------------------------------------------------------------

@@ -210,6 +210,15 @@ def _packed(arr: Any, offset_type: type) -> tuple[np.ndarray, np.ndarray]:
 def _pandas_column(name: str, series: Any) -> Column:
     import pandas as pd
 
+    if isinstance(series.dtype, (pd.StringDtype, pd.ArrowDtype)):
+        # Strings (pandas' default from 3.0) and Arrow-typed columns are Arrow arrays
+        # already, or turn into one without a Python object per value.
+        try:
+            import pyarrow as pa
+        except ImportError:  # pragma: no cover - strings stored as Python objects
+            pass
+        else:
+            return _arrow_column(name, pa.array(series))
     na = series.isna().to_numpy()
     mask = None if not na.any() else np.logical_not(na).astype(np.uint8)
     dtype = series.dtype
