@@ -94,6 +94,42 @@ def test_numpy_integers_to_int64(value):
     assert_int64(roundtrip(np.array([value, value])), [int(value)] * 2)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        *(t(v) for t in (np.int8, np.int16, np.int32, np.int64) for v in (-128, 0, 127)),
+        *(t(v) for t in (np.uint8, np.uint16, np.uint32, np.uint64) for v in (0, 255)),
+        np.int64(-(2**63)),
+        np.uint64(2**63 - 1),
+        np.float16(0.1),
+        np.float32(-1e30),
+        np.float32(np.inf),
+        np.float64(0.1),
+        np.longdouble(0.25),
+        np.bool_(True),
+        np.bool_(False),
+        np.int64(5).view(np.timedelta64),
+    ],
+    ids=repr,
+)
+def test_numpy_scalars_encode_as_python_scalars(value):
+    # A row's NumPy scalars (items of arrays) encode as the Python scalars they hold, in
+    # a row, a list and a 0-d array alike.
+    if isinstance(value, np.timedelta64):
+        with pytest.raises(TypeError, match="unsupported NumPy dtype"):
+            enc({"v": value})
+        return
+    python = value.item()
+    assert enc({"v": value}) == enc({"v": python})
+    assert enc({"v": [value, value]}) == enc({"v": [python, python]})
+    assert enc({"v": np.array(value)}) == enc({"v": python})
+
+
+def test_numpy_uint64_beyond_int64_overflows():
+    with pytest.raises(OverflowError, match="int64 range"):
+        enc({"v": np.uint64(2**63)})
+
+
 def test_int64_extremes():
     lo, hi = -(2**63), 2**63 - 1
     assert_int64(roundtrip([lo, -1, 0, 1, hi]), [lo, -1, 0, 1, hi])

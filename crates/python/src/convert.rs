@@ -5,8 +5,9 @@ use std::borrow::Cow;
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{
-    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
 use tfrecordkit_core::Feature;
 
@@ -32,6 +33,50 @@ fn int_of(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
     })
 }
 
+/// What a common NumPy scalar is stored as.
+#[derive(Clone, Copy)]
+enum NumpyScalar {
+    Int,
+    Float,
+    Bool,
+}
+
+/// NumPy's fixed-width integer, float32 / float16 and bool scalar types (float64 is a
+/// Python float already).
+static NUMPY_SCALARS: PyOnceLock<Vec<(Py<PyType>, NumpyScalar)>> = PyOnceLock::new();
+
+/// How a scalar of one of the common NumPy types is stored, found by its exact type: the
+/// rows of a generator are often items of NumPy arrays, and asking each for its dtype
+/// costs more than the rest of its conversion.
+fn numpy_scalar_kind(obj: &Bound<'_, PyAny>) -> PyResult<Option<NumpyScalar>> {
+    let py = obj.py();
+    let types = NUMPY_SCALARS.get_or_try_init(py, || {
+        let np = py.import("numpy")?;
+        let named = [
+            ("int8", NumpyScalar::Int),
+            ("int16", NumpyScalar::Int),
+            ("int32", NumpyScalar::Int),
+            ("int64", NumpyScalar::Int),
+            ("uint8", NumpyScalar::Int),
+            ("uint16", NumpyScalar::Int),
+            ("uint32", NumpyScalar::Int),
+            ("uint64", NumpyScalar::Int),
+            ("float32", NumpyScalar::Float),
+            ("float16", NumpyScalar::Float),
+            ("bool_", NumpyScalar::Bool),
+        ];
+        named
+            .into_iter()
+            .map(|(name, kind)| Ok((np.getattr(name)?.cast_into::<PyType>()?.unbind(), kind)))
+            .collect::<PyResult<Vec<_>>>()
+    })?;
+    let t = obj.get_type();
+    Ok(types
+        .iter()
+        .find(|(numpy_type, _)| t.is(numpy_type.bind(py)))
+        .map(|&(_, kind)| kind))
+}
+
 /// A Python scalar as an Example value, or `None` if it is not a scalar.
 fn scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     if let Ok(b) = obj.cast::<PyBool>() {
@@ -52,7 +97,14 @@ fn scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     if let Ok(b) = obj.cast::<PyByteArray>() {
         return Ok(Some(Scalar::Bytes(b.to_vec())));
     }
-    // NumPy scalars (np.int64, np.bool_, np.float32, np.longdouble...) and 0-d arrays,
+    if let Some(kind) = numpy_scalar_kind(obj)? {
+        return Ok(Some(match kind {
+            NumpyScalar::Int => Scalar::Int(int_of(obj)?),
+            NumpyScalar::Float => Scalar::Float(obj.extract::<f64>()? as f32),
+            NumpyScalar::Bool => Scalar::Int(i64::from(obj.is_truthy()?)),
+        }));
+    }
+    // Other NumPy scalars (np.int64, np.bool_, np.float32, np.longdouble...) and 0-d arrays,
     // by their dtype's kind; never by `.item()`, which may return the same type again.
     if obj.hasattr("dtype")? {
         let is_0d = match obj.cast::<PyUntypedArray>() {
