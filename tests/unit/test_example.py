@@ -125,6 +125,15 @@ def test_numpy_scalars_encode_as_python_scalars(value):
     assert enc({"v": np.array(value)}) == enc({"v": python})
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, ">i8", ">f4", np.int32, np.float64])
+def test_numpy_arrays_encode_as_their_values_in_order(dtype):
+    # Contiguous, strided, 2-D and byte-swapped arrays all encode as their values.
+    grid = np.arange(24).reshape(4, 6).astype(dtype)
+    for value in (grid[1], grid[:, 2], grid[::2, ::3], grid, grid.T, grid[0, :0]):
+        python = value.ravel().tolist()
+        assert enc({"v": value}) == enc({"v": python} if python else {"v": np.zeros(0, dtype)})
+
+
 def test_numpy_uint64_beyond_int64_overflows():
     with pytest.raises(OverflowError, match="int64 range"):
         enc({"v": np.uint64(2**63)})

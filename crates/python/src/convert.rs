@@ -228,6 +228,18 @@ fn from_scalars<'py>(
 }
 
 fn from_array(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Feature> {
+    // 1-D contiguous int64 and float32 arrays (a row of a 2-D array among them) are
+    // copied as they are, without a flattened or converted array in between.
+    if let Ok(a) = arr.cast::<PyArray1<i64>>() {
+        if let Ok(Ok(values)) = a.try_readonly().map(|r| r.as_slice().map(<[i64]>::to_vec)) {
+            return Ok(Feature::Int64(values));
+        }
+    }
+    if let Ok(a) = arr.cast::<PyArray1<f32>>() {
+        if let Ok(Ok(values)) = a.try_readonly().map(|r| r.as_slice().map(<[f32]>::to_vec)) {
+            return Ok(Feature::Float(values));
+        }
+    }
     let kind = arr.dtype().kind();
     let flat = arr.call_method0("ravel")?;
     match kind {
