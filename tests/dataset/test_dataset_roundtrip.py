@@ -197,6 +197,32 @@ def test_pandas_string_and_arrow_columns_encode_as_their_values(dtype):
     assert tfr.encode_examples(frame) == tfr.encode_examples(python)
 
 
+@pytest.mark.parametrize(
+    "column",
+    [
+        ["a", None, "ccc", "", "ключ"],
+        [b"x", None, b"", b"\x00"],
+        ["a", float("nan"), "b", pd.NA],
+        ["a", b"b", bytearray(b"c"), np.str_("d"), np.bytes_(b"e")],
+        [None, "a"],
+    ],
+    ids=["str", "bytes", "nan-and-na", "mixed", "leading-null"],
+)
+def test_a_list_of_strings_encodes_each_row_as_its_value(column):
+    # A column given as a Python list of str or bytes (read through Arrow when it can be)
+    # encodes each row as encode_example encodes that value alone; nulls leave it out.
+    def null(v):
+        return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+    rows = [{} if null(v) else {"c": v} for v in column]
+    assert tfr.encode_examples({"c": column}) == [tfr.encode_example(r) for r in rows]
+
+
+def test_a_list_of_strings_that_are_not_utf8_is_refused():
+    with pytest.raises(UnicodeEncodeError):
+        tfr.encode_examples({"c": ["ok", "\ud800"]})
+
+
 # ---------------------------------------------------------------------------------------------
 # pyarrow
 # ---------------------------------------------------------------------------------------------

@@ -122,6 +122,9 @@ def _fixed(name: str, arr: np.ndarray, mask: np.ndarray | None = None) -> Column
 
 def _objects(name: str, items: Sequence[Any]) -> Column:
     """A column of Python objects: scalars, bytes/str, or lists per row; None is null."""
+    first = next((v for v in items if v is not None), None)
+    if isinstance(first, (str, bytes)) and (strings := _arrow_strings(items)) is not None:
+        return _arrow_column(name, strings)
     nulls = [_is_null(v) for v in items]
     mask = None if not any(nulls) else np.array([not x for x in nulls], dtype=np.uint8)
     present = [v for v, null in zip(items, nulls, strict=True) if not null]
@@ -144,6 +147,24 @@ def _objects(name: str, items: Sequence[Any]) -> Column:
     col = _fixed(name, arr, mask)
     col.shape = () if mask is None else None
     return col
+
+
+def _arrow_strings(items: Sequence[Any]) -> Any | None:
+    """Python str or bytes values (None, NaN and pandas' NA as nulls) as one Arrow string
+    or binary array, built without a Python object per value; None when pyarrow is not
+    installed or the values are not all str or all bytes."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is optional
+        return None
+    try:
+        strings = pa.array(items, from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    t = strings.type
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
+        return strings
+    return None
 
 
 def _lists(name: str, items: Sequence[Any], nulls: list[bool], mask: np.ndarray | None) -> Column:
