@@ -110,11 +110,7 @@ pub fn read_float_list(buf: &[u8], out: &mut Vec<f32>) -> Result<()> {
                         packed.len()
                     )));
                 }
-                out.extend(
-                    packed
-                        .chunks_exact(4)
-                        .map(|c| f32::from_le_bytes(c.try_into().unwrap())),
-                );
+                wire::extend_f32_le(out, packed);
             }
             (1, wire::I32) => out.push(f32::from_bits(r.fixed32()?)),
             (1, _) => {

@@ -320,11 +320,7 @@ pub(crate) fn read_feature_into(
                 return Ok((Some(want), 1));
             }
             Column::Float32(v) if payload.len() % 4 == 0 => {
-                v.extend(
-                    payload
-                        .chunks_exact(4)
-                        .map(|c| f32::from_le_bytes(c.try_into().unwrap())),
-                );
+                wire::extend_f32_le(v, payload);
                 return Ok((Some(want), payload.len() / 4));
             }
             Column::Int64(v) => {

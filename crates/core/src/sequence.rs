@@ -42,6 +42,30 @@ impl FeatureListColumn {
             present: Vec::new(),
         }
     }
+
+    /// An empty column for `records` records of `bytes` bytes in all. Floats take 4 bytes
+    /// each in a record, so `bytes / 4` of them is room enough: the column never grows by
+    /// copying itself, which a batch of clips otherwise does a dozen times per list.
+    fn with_room(dtype: DType, records: usize, bytes: usize) -> Self {
+        let mut col = FeatureListColumn::new(dtype);
+        if dtype == DType::Float32 {
+            // A hint: where the memory cannot be had, the column grows as values come.
+            let _ = col.values.try_reserve(bytes / 4);
+        }
+        col.steps.reserve(records);
+        col.present.reserve(records);
+        col
+    }
+
+    /// Gives back the room [`FeatureListColumn::with_room`] took that the values did not
+    /// fill (in place: no copy).
+    fn fit(&mut self) {
+        if let Column::Float32(v) = &mut self.values {
+            if v.capacity() - v.len() > v.len() / 4 {
+                v.shrink_to_fit();
+            }
+        }
+    }
 }
 
 /// Reads the feature lists `wanted` (key, dtype) of each record. Lists not wanted are
@@ -89,9 +113,10 @@ fn read_run<T: AsRef<[u8]>>(
     records: &[T],
     first: usize,
 ) -> Result<Vec<FeatureListColumn>> {
+    let bytes = records.iter().map(|r| r.as_ref().len()).sum();
     let mut cols: Vec<FeatureListColumn> = wanted
         .iter()
-        .map(|(_, dtype)| FeatureListColumn::new(*dtype))
+        .map(|(_, dtype)| FeatureListColumn::with_room(*dtype, records.len(), bytes))
         .collect();
     // Where each column's record began: (values, steps), to undo a list given twice.
     let mut starts = vec![(0usize, 0usize); wanted.len()];
@@ -106,6 +131,7 @@ fn read_run<T: AsRef<[u8]>>(
             col.steps.push(col.step_values.len() as i64 - 1);
         }
     }
+    cols.iter_mut().for_each(FeatureListColumn::fit);
     Ok(cols)
 }
 
@@ -245,6 +271,30 @@ mod tests {
         assert_eq!(cols[0].present, vec![true, false]);
         assert_eq!(cols[1].steps, vec![0, 1, 1]);
         assert_eq!(cols[1].present, vec![true, true]);
+    }
+
+    #[test]
+    fn float_lists_keep_no_more_room_than_their_values_need() {
+        // Room for every float the batch's bytes could hold is taken up front, and what
+        // the values did not fill is given back.
+        let records: Vec<Vec<u8>> = (0..300)
+            .map(|i| {
+                let steps = (0..i % 5)
+                    .map(|s| Feature::Float(vec![s as f32; 3]))
+                    .collect();
+                record(&[
+                    ("x", steps),
+                    ("pad", vec![Feature::Bytes(vec![vec![0; 500]])]),
+                ])
+            })
+            .collect();
+        let wanted = [("x".to_owned(), DType::Float32)];
+        let cols = parse_feature_lists(&wanted, &records).unwrap();
+        let Column::Float32(values) = &cols[0].values else {
+            panic!("floats")
+        };
+        assert_eq!(values.len(), (0..300).map(|i| (i % 5) * 3).sum::<usize>());
+        assert!(values.capacity() <= values.len() + values.len() / 4);
     }
 
     #[test]

@@ -215,6 +215,29 @@ pub fn len_field_size(len: usize) -> usize {
     1 + varint_len(len as u64) + len
 }
 
+/// Appends the little-endian `f32`s of `bytes` (a packed `FloatList`; a multiple of 4
+/// bytes) to `out`: one copy on little-endian targets, whose floats are their bytes.
+pub fn extend_f32_le(out: &mut Vec<f32>, bytes: &[u8]) {
+    let n = bytes.len() / 4;
+    if cfg!(target_endian = "little") {
+        out.reserve(n);
+        let spare = out.spare_capacity_mut();
+        // SAFETY: `spare` has room for `n` floats, every bit pattern is a valid f32, and
+        // on a little-endian target a float's bytes in memory are its little-endian
+        // bytes; `set_len` covers exactly the `n` floats written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), spare.as_mut_ptr().cast::<u8>(), n * 4);
+            out.set_len(out.len() + n);
+        }
+    } else {
+        out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap())),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,5 +317,21 @@ mod tests {
             let (f, w) = self.tag()?;
             self.skip(f, w)
         }
+    }
+
+    #[test]
+    fn floats_are_appended_from_their_little_endian_bytes() {
+        let values = [1.5f32, -0.0, f32::INFINITY, f32::from_bits(0x7fc0_0001)];
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut out = vec![9.0f32];
+        extend_f32_le(&mut out, &bytes);
+        extend_f32_le(&mut out, &[]);
+        let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+        let expected: Vec<u32> = [9.0f32]
+            .iter()
+            .chain(&values)
+            .map(|v| v.to_bits())
+            .collect();
+        assert_eq!(bits, expected);
     }
 }
