@@ -1674,76 +1674,46 @@ def main() -> None:
             )
         )
 
-        # An iterable of dicts, one per row, built as it is consumed (a generator).
+        # Rows as they come: an iterable of dicts built as it is consumed (a generator), the
+        # same with NumPy values as items of arrays come (a label and a 16-float embedding),
+        # and a pandas DataFrame whose text column is str, as pandas 3 stores it (Arrow).
+        import pandas as pd
+
         keys = list(big_cols)
         values = [big_cols[k].tolist() for k in keys]
-
-        def run_dicts() -> int:
-            rows = (dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True))
-            m = tfr.write_dataset(
-                rows, data / "dataset" / "train", num_shards=8, overwrite=True, progress=False
-            )
-            return m.records
-
-        t, n = best_of(run_dicts, rep)
-        report(
-            Row(
-                f"write_dataset from a generator of dicts, {n:,} rows into 8 shards",
-                "Examples/s",
-                n / t,
-                tf_loop_rate,
-                "TensorFlow tutorial loop",
-                "",
-            )
-        )
-
-        # Rows of NumPy values, as items of arrays come: a label and a 16-float embedding.
         rng = np.random.default_rng(7)
         labels = rng.integers(0, 1000, n_tut)
         embeddings = rng.random((n_tut, 16), dtype=np.float32)
-
-        def run_numpy_rows() -> int:
-            rows = ({"label": labels[i], "embedding": embeddings[i]} for i in range(n_tut))
-            m = tfr.write_dataset(
-                rows, data / "dataset" / "train", num_shards=8, overwrite=True, progress=False
-            )
-            return m.records
-
-        t, n = best_of(run_numpy_rows, rep)
-        report(
-            Row(
-                f"write_dataset from a generator of NumPy-valued dicts, {n:,} rows into 8 shards",
-                "Examples/s",
-                n / t,
-                tf_loop_rate,
-                "TensorFlow tutorial loop",
-                "",
-            )
-        )
-
-        # A pandas DataFrame whose text column is str, as pandas 3 stores it (Arrow strings).
-        import pandas as pd
-
         frame = pd.DataFrame(big_cols)
         frame["feature2"] = pd.Series(big_cols["feature2"]).str.decode("ascii").astype("str")
+        inputs = {
+            "a generator of dicts": lambda: (
+                dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)
+            ),
+            "a generator of NumPy-valued dicts": lambda: (
+                {"label": labels[i], "embedding": embeddings[i]} for i in range(n_tut)
+            ),
+            "a pandas DataFrame (a str column)": lambda: frame,
+        }
+        for name, make in inputs.items():
 
-        def run_frame() -> int:
-            m = tfr.write_dataset(
-                frame, data / "dataset" / "train", num_shards=8, overwrite=True, progress=False
-            )
-            return m.records
+            def run_input(make=make) -> int:
+                m = tfr.write_dataset(
+                    make(), data / "dataset" / "train", num_shards=8, overwrite=True, progress=False
+                )
+                return m.records
 
-        t, n = best_of(run_frame, rep)
-        report(
-            Row(
-                f"write_dataset from a pandas DataFrame (a str column), {n:,} rows into 8 shards",
-                "Examples/s",
-                n / t,
-                tf_loop_rate,
-                "TensorFlow tutorial loop",
-                "",
+            t, n = best_of(run_input, rep)
+            report(
+                Row(
+                    f"write_dataset from {name}, {n:,} rows into 8 shards",
+                    "Examples/s",
+                    n / t,
+                    tf_loop_rate,
+                    "TensorFlow tutorial loop",
+                    "",
+                )
             )
-        )
 
         # Writing is linear in the rows: 10M rows with a bytes column, against 1M.
         rates = {}

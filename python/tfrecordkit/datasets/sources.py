@@ -110,7 +110,8 @@ def write_source(
             "or choose num_shards"
         )
     if isinstance(source, _TableSource):
-        return _write_runs_side_by_side(source, shards, num_shards, max_bytes, hosts, threads)
+        bounds = source.bounds(num_shards, max_bytes, hosts)
+        return _write_runs_side_by_side(source, shards, bounds, threads)
     if source.total is not None and (num_shards is not None or hosts is not None):
         bounds = source.bounds(num_shards, max_bytes, hosts)
         cursor = _Cursor(source.parts())
@@ -147,17 +148,11 @@ def write_source(
 
 
 def _write_runs_side_by_side(
-    source: _TableSource,
-    shards: _Shards,
-    num_shards: int | None,
-    max_bytes: int,
-    hosts: int | None,
-    threads: int,
+    source: _TableSource, shards: _Shards, bounds: list[int], threads: int
 ) -> list[dict[str, Any]]:
-    """A table's contiguous runs, each shard written on its own thread, ``threads`` at a
-    time; a run's rows are split across threads only when there are fewer shards than
-    threads to keep busy."""
-    bounds = source.bounds(num_shards, max_bytes, hosts)
+    """A table's contiguous runs (shard ``k`` holds rows ``bounds[k]:bounds[k + 1]``),
+    each shard written on its own thread, ``threads`` at a time; a run's rows are split
+    across threads only when there are fewer shards than threads to keep busy."""
     n = len(bounds) - 1
     workers = min(threads, n)
     within = workers < threads
