@@ -218,6 +218,27 @@ def test_a_list_of_strings_encodes_each_row_as_its_value(column):
     assert tfr.encode_examples({"c": column}) == [tfr.encode_example(r) for r in rows]
 
 
+@pytest.mark.parametrize(
+    "column",
+    [
+        [[1, 2], None, [3], (4, 5, 6)],
+        [[1.5, float("nan")], [2.0], [-0.0]],
+        [[True, False], [True]],
+        [[1, 2.5], [3.5]],
+        [np.array([1, 2]), [3], np.array([4, 5], np.int32)],
+        [["a", "b"], None, ["", "ключ"]],
+        [[b"x"], [b"", b"\x00"]],
+        [["a", b"b"], ["c"]],
+    ],
+    ids=["ints", "floats-with-nan", "bools", "mixed-numbers", "arrays", "str", "bytes", "mixed"],
+)
+def test_a_list_of_lists_encodes_each_row_as_its_value(column):
+    # A column of lists of one type (read through Arrow when it can be) encodes each row
+    # as encode_example encodes that list alone; a NaN inside a list is a value.
+    rows = [{} if v is None else {"c": v} for v in column]
+    assert tfr.encode_examples({"c": column}) == [tfr.encode_example(r) for r in rows]
+
+
 def test_a_list_of_strings_that_are_not_utf8_is_refused():
     with pytest.raises(UnicodeEncodeError):
         tfr.encode_examples({"c": ["ok", "\ud800"]})

@@ -123,8 +123,8 @@ def _fixed(name: str, arr: np.ndarray, mask: np.ndarray | None = None) -> Column
 def _objects(name: str, items: Sequence[Any]) -> Column:
     """A column of Python objects: scalars, bytes/str, or lists per row; None is null."""
     first = next((v for v in items if v is not None), None)
-    if isinstance(first, (str, bytes)) and (strings := _arrow_strings(items)) is not None:
-        return _arrow_column(name, strings)
+    if isinstance(first, (str, bytes, list, tuple)) and (arrow := _arrow_array(items)) is not None:
+        return _arrow_column(name, arrow)
     nulls = [_is_null(v) for v in items]
     mask = None if not any(nulls) else np.array([not x for x in nulls], dtype=np.uint8)
     present = [v for v, null in zip(items, nulls, strict=True) if not null]
@@ -149,21 +149,37 @@ def _objects(name: str, items: Sequence[Any]) -> Column:
     return col
 
 
-def _arrow_strings(items: Sequence[Any]) -> Any | None:
-    """Python str or bytes values (None, NaN and pandas' NA as nulls) as one Arrow string
-    or binary array, built without a Python object per value; None when pyarrow is not
-    installed or the values are not all str or all bytes."""
+def _arrow_array(items: Sequence[Any]) -> Any | None:
+    """Python values as one Arrow array, built without a Python object per value: all str
+    or all bytes (None, NaN and pandas' NA as nulls), or lists of numbers, bools, str or
+    bytes (None as a null row). None when pyarrow is not installed or the values are
+    anything else, which the per-value path then takes."""
     try:
         import pyarrow as pa
     except ImportError:  # pragma: no cover - pyarrow is optional
         return None
+    texts = isinstance(next((v for v in items if v is not None), None), (str, bytes))
     try:
-        strings = pa.array(items, from_pandas=True)
+        # A NaN in a list is a value; only a column of strings takes NaN as a null.
+        arrow = pa.array(items, from_pandas=texts)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
-    t = strings.type
-    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
-        return strings
+    t = arrow.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        t = t.value_type
+    elif not texts:
+        return None
+    plain = (
+        pa.types.is_string,
+        pa.types.is_binary,
+        pa.types.is_large_string,
+        pa.types.is_large_binary,
+        pa.types.is_integer,
+        pa.types.is_floating,
+        pa.types.is_boolean,
+    )
+    if any(is_type(t) for is_type in plain) and not pa.types.is_float16(t):
+        return arrow
     return None
 
 
