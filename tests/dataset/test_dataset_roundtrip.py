@@ -239,6 +239,14 @@ def test_a_list_of_lists_encodes_each_row_as_its_value(column):
     assert tfr.encode_examples({"c": column}) == [tfr.encode_example(r) for r in rows]
 
 
+@pytest.mark.parametrize("column", [[2**63, 1], [[2**63], [1]], [[1], None, [-(2**63) - 1]]])
+def test_a_column_of_ints_beyond_int64_is_refused_not_rounded(column):
+    # NumPy holds such a list as floats; the column is refused, as encode_example
+    # refuses the row, rather than written as float32 values.
+    with pytest.raises(OverflowError, match="int64 range"):
+        tfr.encode_examples({"c": column})
+
+
 def test_a_list_of_strings_that_are_not_utf8_is_refused():
     with pytest.raises(UnicodeEncodeError):
         tfr.encode_examples({"c": ["ok", "\ud800"]})

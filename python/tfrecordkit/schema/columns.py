@@ -142,6 +142,7 @@ def _objects(name: str, items: Sequence[Any]) -> Column:
         arr = np.asarray(filled)
     except (TypeError, ValueError) as err:
         raise TypeError(f"column {name!r}: cannot store these values: {err}") from None
+    _refuse_ints_beyond_int64(name, filled, arr)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"column {name!r} mixes numbers with other values")
     col = _fixed(name, arr, mask)
@@ -192,10 +193,19 @@ def _lists(name: str, items: Sequence[Any], nulls: list[bool], mask: np.ndarray 
     if flat and isinstance(flat[0], (bytes, str, bytearray, np.bytes_)):
         return Column([_to_bytes(name, x) for x in flat], 0, offsets, mask, "bytes", None)
     arr = np.asarray(flat) if flat else np.zeros(0, dtype=np.int64)
+    _refuse_ints_beyond_int64(name, flat, arr)
     if arr.dtype.kind not in "biuf" or arr.ndim != 1:
         raise TypeError(f"column {name!r}: list items must be numbers or bytes/str")
     values, dtype = _numeric(name, arr)
     return Column(values, 0, offsets, mask, dtype, None)
+
+
+def _refuse_ints_beyond_int64(name: str, values: list[Any], arr: np.ndarray) -> None:
+    """Python ints that NumPy could only hold as floats or objects (one beyond the int64
+    range among them) are refused, as ``encode_example`` refuses them, rather than
+    rounded to floats."""
+    if arr.dtype.kind in "fO" and values and all(isinstance(v, int) for v in values):
+        raise OverflowError(f"column {name!r} has integers beyond the int64 range")
 
 
 def _arrow_column(name: str, arr: Any) -> Column:
