@@ -104,8 +104,9 @@ fn scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
             NumpyScalar::Bool => Scalar::Int(i64::from(obj.is_truthy()?)),
         }));
     }
-    // Other NumPy scalars (np.int64, np.bool_, np.float32, np.longdouble...) and 0-d arrays,
-    // by their dtype's kind; never by `.item()`, which may return the same type again.
+    // Other NumPy scalars (np.longdouble, datetimes, subclasses of the types above...) and
+    // 0-d arrays, by their dtype's kind; never by `.item()`, which may return the same type
+    // again.
     if obj.hasattr("dtype")? {
         let is_0d = match obj.cast::<PyUntypedArray>() {
             Ok(a) => a.ndim() == 0,
