@@ -123,8 +123,11 @@ def _fixed(name: str, arr: np.ndarray, mask: np.ndarray | None = None) -> Column
 def _objects(name: str, items: Sequence[Any]) -> Column:
     """A column of Python objects: scalars, bytes/str, or lists per row; None is null."""
     first = next((v for v in items if v is not None), None)
-    if isinstance(first, (str, bytes, list, tuple)) and (arrow := _arrow_array(items)) is not None:
-        return _arrow_column(name, arrow)
+    texts = isinstance(first, (str, bytes))
+    if texts or isinstance(first, (list, tuple)):
+        arrow = _arrow_array(items, texts)
+        if arrow is not None:
+            return _arrow_column(name, arrow)
     nulls = [_is_null(v) for v in items]
     mask = None if not any(nulls) else np.array([not x for x in nulls], dtype=np.uint8)
     present = [v for v, null in zip(items, nulls, strict=True) if not null]
@@ -150,16 +153,15 @@ def _objects(name: str, items: Sequence[Any]) -> Column:
     return col
 
 
-def _arrow_array(items: Sequence[Any]) -> Any | None:
+def _arrow_array(items: Sequence[Any], texts: bool) -> Any | None:
     """Python values as one Arrow array, built without a Python object per value: all str
-    or all bytes (None, NaN and pandas' NA as nulls), or lists of numbers, bools, str or
-    bytes (None as a null row). None when pyarrow is not installed or the values are
-    anything else, which the per-value path then takes."""
+    or all bytes (``texts``; None, NaN and pandas' NA as nulls), or lists of numbers,
+    bools, str or bytes (None as a null row). None when pyarrow is not installed or the
+    values are anything else, which the per-value path then takes."""
     try:
         import pyarrow as pa
     except ImportError:  # pragma: no cover - pyarrow is optional
         return None
-    texts = isinstance(next((v for v in items if v is not None), None), (str, bytes))
     try:
         # A NaN in a list is a value; only a column of strings takes NaN as a null.
         arrow = pa.array(items, from_pandas=texts)
