@@ -247,6 +247,31 @@ def test_a_column_of_ints_beyond_int64_is_refused_not_rounded(column):
         tfr.encode_examples({"c": column})
 
 
+@pytest.mark.parametrize(
+    "arr",
+    [
+        np.array(["a\x00", "b\x00c", "", "ключ€😀"]),
+        np.array(["x", "yz"]).astype(">U2"),
+        np.array(["ab", "c", "def"])[::-1],
+        np.array(["a", "b", "c"])[::2],
+        np.array(["a"])[:0],
+        np.array([b"a\x00", b"", b"b\x00c"]),
+        np.array([b"a"])[:0],
+    ],
+    ids=["text", "big-endian", "reversed", "strided", "empty", "bytes", "empty-bytes"],
+)
+def test_numpy_text_and_bytes_arrays_encode_as_their_values(arr):
+    # Fixed-width text and bytes are encoded natively from their rows; each row encodes as
+    # its value does, NumPy's trailing NULs dropped.
+    rows = [{"c": v} for v in arr.tolist()]
+    assert tfr.encode_examples({"c": arr}) == [tfr.encode_example(r) for r in rows]
+
+
+def test_numpy_text_that_utf8_cannot_encode_is_refused():
+    with pytest.raises(ValueError, match='column "c": row 1 holds code point 0xd800'):
+        tfr.encode_examples({"c": np.array(["ok", "\ud800"])})
+
+
 def test_a_list_of_strings_that_are_not_utf8_is_refused():
     with pytest.raises(UnicodeEncodeError):
         tfr.encode_examples({"c": ["ok", "\ud800"]})

@@ -4,7 +4,7 @@
 use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use tfrecordkit_core::columns::{check_table, encode_row, framed_sizes, ColumnRef, Rows, Values};
@@ -23,8 +23,8 @@ enum Stored {
     /// Bytes values packed in one uint8 array (Arrow's binary layout): the array, its
     /// length when the table was checked, and the values' offsets into it.
     Packed(Py<PyArray1<u8>>, usize, Vec<i64>),
-    /// Fixed-width bytes copied out of a 2-D uint8 array, trailing NULs dropped, and
-    /// views into that copy.
+    /// Fixed-width bytes or text copied out of a 2-D array (text as UTF-8), trailing NULs
+    /// dropped, and views into that copy.
     Copied {
         _data: Vec<u8>,
         views: Vec<&'static [u8]>,
@@ -39,7 +39,8 @@ struct StoredColumn {
 }
 
 /// Each column is a tuple `(values, width, offsets, mask)`: `values` a 1-D int64 or float32
-/// array, a 2-D uint8 array of fixed-width bytes, a list of bytes, or a pair `(data,
+/// array, a 2-D uint8 array of fixed-width bytes, a 2-D uint32 array of fixed-width text
+/// (UCS-4 code points, encoded here as UTF-8), a list of bytes, or a pair `(data,
 /// value_offsets)` of a 1-D uint8 array and int64 offsets (value `j` is
 /// `data[value_offsets[j]:value_offsets[j + 1]]`); `width` the number of values per row
 /// when `offsets` (int64 row boundaries) is None; `mask` uint8 (0 = null).
@@ -57,20 +58,20 @@ fn store(col: &Bound<'_, PyAny>) -> PyResult<StoredColumn> {
         let a: PyReadonlyArray2<'_, u8> = a.readonly();
         let width = a.shape()[1];
         let data = a.as_slice()?.to_vec();
-        let mut bounds = Vec::with_capacity(a.shape()[0]);
-        for r in 0..a.shape()[0] {
-            let row = &data[r * width..(r + 1) * width];
-            // NumPy drops trailing NUL bytes of "S" values; so do we.
-            let len = row.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-            bounds.push((r * width, len));
-        }
-        // SAFETY: the views point into `data`'s heap buffer, which is never written or
-        // reallocated again and lives in the same `Stored` as the views.
-        let views = bounds
-            .into_iter()
-            .map(|(at, len)| unsafe { std::slice::from_raw_parts(data.as_ptr().add(at), len) })
+        let bounds = (0..a.shape()[0])
+            .map(|r| {
+                let row = &data[r * width..(r + 1) * width];
+                // NumPy drops trailing NUL bytes of "S" values; so do we.
+                (
+                    r * width,
+                    row.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1),
+                )
+            })
             .collect();
-        Stored::Copied { _data: data, views }
+        copied(data, bounds)
+    } else if let Ok(a) = values.cast::<PyArray2<u32>>() {
+        let a: PyReadonlyArray2<'_, u32> = a.readonly();
+        utf8_rows(a.as_slice()?, a.shape()[0], a.shape()[1])?
     } else if let Ok(pair) = values.cast::<PyTuple>() {
         let (data, value_offsets): (Bound<'_, PyArray1<u8>>, PyReadonlyArray1<'_, i64>) =
             pair.extract()?;
@@ -112,6 +113,39 @@ fn store(col: &Bound<'_, PyAny>) -> PyResult<StoredColumn> {
     })
 }
 
+/// Bytes values copied into `data`, value `i` at `bounds[i]` (offset, length).
+fn copied(data: Vec<u8>, bounds: Vec<(usize, usize)>) -> Stored {
+    // SAFETY: the views point into `data`'s heap buffer, which is never written or
+    // reallocated again and lives in the same `Stored` as the views.
+    let views = bounds
+        .into_iter()
+        .map(|(at, len)| unsafe { std::slice::from_raw_parts(data.as_ptr().add(at), len) })
+        .collect();
+    Stored::Copied { _data: data, views }
+}
+
+/// Rows of `width` UCS-4 code points (NumPy's fixed-width text), trailing NULs dropped as
+/// NumPy drops them, as their UTF-8 bytes.
+fn utf8_rows(code_points: &[u32], rows: usize, width: usize) -> PyResult<Stored> {
+    let mut data = Vec::with_capacity(code_points.len());
+    let mut bounds = Vec::with_capacity(rows);
+    for r in 0..rows {
+        let row = &code_points[r * width..(r + 1) * width];
+        let len = row.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1);
+        let start = data.len();
+        for &c in &row[..len] {
+            let ch = char::from_u32(c).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "row {r} holds code point {c:#x}, which UTF-8 cannot encode"
+                ))
+            })?;
+            data.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+        }
+        bounds.push((start, data.len() - start));
+    }
+    Ok(copied(data, bounds))
+}
+
 /// A table of columns, checked once: writers borrow it chunk after chunk in O(1) per
 /// chunk, so writing is linear in the rows.
 #[pyclass(module = "tfrecordkit._core", frozen)]
@@ -135,7 +169,16 @@ impl Table {
             if names.len() != columns.len() {
                 return Err(PyTypeError::new_err("one name per column"));
             }
-            let columns = columns.iter().map(store).collect::<PyResult<Vec<_>>>()?;
+            let columns = columns
+                .iter()
+                .zip(&names)
+                .map(|(column, name)| {
+                    store(column).map_err(|e| {
+                        let message = format!("column {name:?}: {}", e.value(py));
+                        PyErr::from_type(e.get_type(py), message)
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?;
             let table = Table {
                 names,
                 columns,

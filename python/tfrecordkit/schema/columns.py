@@ -27,8 +27,9 @@ _NUMERIC = {"int64": np.int64, "float32": np.float32}
 class Column:
     """One column as the extension reads it (see ``crates/python/src/table.rs``)."""
 
-    # 1-D int64/float32 array, 2-D uint8 array (fixed-width bytes), list[bytes], or
-    # (uint8 data, int64 value offsets): bytes packed as Arrow lays them out.
+    # 1-D int64/float32 array, 2-D uint8 array (fixed-width bytes), 2-D uint32 array
+    # (fixed-width text as code points), list[bytes], or (uint8 data, int64 value
+    # offsets): bytes packed as Arrow lays them out.
     values: Any
     width: int  # values per row when offsets is None
     offsets: np.ndarray | None  # int64 row boundaries, len rows + 1
@@ -108,7 +109,12 @@ def _fixed(name: str, arr: np.ndarray, mask: np.ndarray | None = None) -> Column
         return Column(values, width, None, mask, dtype, shape)
     if kind == "S" and arr.ndim == 1 and arr.dtype.itemsize:
         # Fixed-width bytes travel as rows of uint8, without a Python object per value.
-        rows = np.ascontiguousarray(arr).view(np.uint8).reshape(len(arr), -1)
+        rows = np.ascontiguousarray(arr).view(np.uint8).reshape(len(arr), arr.dtype.itemsize)
+        return Column(rows, 1, None, mask, "bytes", ())
+    if kind == "U" and arr.ndim == 1 and arr.dtype.itemsize and arr.dtype.isnative:
+        # Fixed-width text travels as rows of UCS-4 code points, encoded to UTF-8 natively.
+        width = arr.dtype.itemsize // 4
+        rows = np.ascontiguousarray(arr).view(np.uint32).reshape(len(arr), width)
         return Column(rows, 1, None, mask, "bytes", ())
     if kind in "SU" and arr.ndim == 1:
         return Column([_to_bytes(name, v) for v in arr.tolist()], 1, None, mask, "bytes", ())
