@@ -239,7 +239,10 @@ def test_a_list_of_lists_encodes_each_row_as_its_value(column):
     assert tfr.encode_examples({"c": column}) == [tfr.encode_example(r) for r in rows]
 
 
-@pytest.mark.parametrize("column", [[2**63, 1], [[2**63], [1]], [[1], None, [-(2**63) - 1]]])
+@pytest.mark.parametrize(
+    "column",
+    [[2**63, 1], [[2**63], [1]], [[1], None, [-(2**63) - 1]], [np.uint64(2**63), 1], [2**64]],
+)
 def test_a_column_of_ints_beyond_int64_is_refused_not_rounded(column):
     # NumPy holds such a list as floats; the column is refused, as encode_example
     # refuses the row, rather than written as float32 values.
@@ -270,6 +273,28 @@ def test_numpy_text_and_bytes_arrays_encode_as_their_values(arr):
 def test_numpy_text_that_utf8_cannot_encode_is_refused():
     with pytest.raises(ValueError, match='column "c": row 1 holds code point 0xd800'):
         tfr.encode_examples({"c": np.array(["ok", "\ud800"])})
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        [1, 2, 3],
+        [1, None, 3],
+        [1.5, float("nan"), 2.5],
+        [True, False, None],
+        [np.int64(3), 4, np.int32(5)],
+        [float("inf"), -0.0],
+    ],
+    ids=["ints", "ints-with-null", "floats-with-nan", "bools", "numpy-ints", "special-floats"],
+)
+def test_a_list_of_numbers_encodes_each_row_as_its_value(column):
+    # A column of Python numbers (read through Arrow when it can be) encodes each row as
+    # encode_example encodes that number alone; None and NaN leave it out.
+    def null(v):
+        return v is None or (isinstance(v, float) and math.isnan(v))
+
+    rows = [{} if null(v) else {"c": v} for v in column]
+    assert tfr.encode_examples({"c": column}) == [tfr.encode_example(r) for r in rows]
 
 
 def test_a_list_of_strings_that_are_not_utf8_is_refused():

@@ -9,6 +9,7 @@ str → bytes; 2-D and higher arrays and columns of lists → lists of values pe
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,12 +66,9 @@ def _is_null(v: Any) -> bool:
         return True
     if isinstance(v, float) and math.isnan(v):
         return True
-    try:
-        import pandas as pd
-
-        return v is pd.NA or v is pd.NaT
-    except ImportError:  # pragma: no cover - pandas is optional
-        return False
+    # pandas' missing values exist only once pandas is imported.
+    pd = sys.modules.get("pandas")
+    return pd is not None and (v is pd.NA or v is pd.NaT)
 
 
 def _to_bytes(name: str, v: Any) -> bytes:
@@ -129,9 +127,9 @@ def _fixed(name: str, arr: np.ndarray, mask: np.ndarray | None = None) -> Column
 def _objects(name: str, items: Sequence[Any]) -> Column:
     """A column of Python objects: scalars, bytes/str, or lists per row; None is null."""
     first = next((v for v in items if v is not None), None)
-    texts = isinstance(first, (str, bytes))
-    if texts or isinstance(first, (list, tuple)):
-        arrow = _arrow_array(items, texts)
+    scalars = isinstance(first, (str, bytes, int, float))
+    if scalars or isinstance(first, (list, tuple)):
+        arrow = _arrow_array(items, scalars)
         if arrow is not None:
             return _arrow_column(name, arrow)
     nulls = [_is_null(v) for v in items]
@@ -159,24 +157,24 @@ def _objects(name: str, items: Sequence[Any]) -> Column:
     return col
 
 
-def _arrow_array(items: Sequence[Any], texts: bool) -> Any | None:
-    """Python values as one Arrow array, built without a Python object per value: all str
-    or all bytes (``texts``; None, NaN and pandas' NA as nulls), or lists of numbers,
-    bools, str or bytes (None as a null row). None when pyarrow is not installed or the
-    values are anything else, which the per-value path then takes."""
+def _arrow_array(items: Sequence[Any], scalars: bool) -> Any | None:
+    """Python values as one Arrow array, built without a Python object per value: all str,
+    all bytes or all numbers (``scalars``; None, NaN and pandas' NA as nulls), or lists of
+    numbers, bools, str or bytes (None as a null row). None when pyarrow is not installed
+    or the values are anything else, which the per-value path then takes."""
     try:
         import pyarrow as pa
     except ImportError:  # pragma: no cover - pyarrow is optional
         return None
     try:
-        # A NaN in a list is a value; only a column of strings takes NaN as a null.
-        arrow = pa.array(items, from_pandas=texts)
+        # A NaN in a list is a value; only a column of scalars takes NaN as a null.
+        arrow = pa.array(items, from_pandas=scalars)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     t = arrow.type
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         t = t.value_type
-    elif not texts:
+    elif not scalars:
         return None
     plain = (
         pa.types.is_string,
@@ -212,7 +210,8 @@ def _refuse_ints_beyond_int64(name: str, values: list[Any], arr: np.ndarray) -> 
     """Python ints that NumPy could only hold as floats or objects (one beyond the int64
     range among them) are refused, as ``encode_example`` refuses them, rather than
     rounded to floats."""
-    if arr.dtype.kind in "fO" and values and all(isinstance(v, int) for v in values):
+    integers = (int, np.integer)
+    if arr.dtype.kind in "fO" and values and all(isinstance(v, integers) for v in values):
         raise OverflowError(f"column {name!r} has integers beyond the int64 range")
 
 
