@@ -20,7 +20,7 @@ UKEY_VAR = "ключ 🙂"
 UKEY_FIXED = "ünï/cödé"
 
 # One rich schema, written twice: as TensorFlow specs (the oracle's input) and as tfrecordkit
-# specs (what the library is asked to parse with).
+# specs (what tfrecordkit is asked to parse with).
 TF_SPEC = {
     "label": tf.io.FixedLenFeature([], tf.int64),
     "matrix": tf.io.FixedLenFeature([2, 3], tf.float32),

@@ -1,6 +1,6 @@
 """Datasets from strangers are data, never instructions: planted sidecars, path escapes,
 pickles, absurd shapes, image bombs and lying indexes, each refused with a typed error
-before it can make the library read outside the dataset, run code, or exhaust memory."""
+before it can make tfrecordkit read outside the dataset, run code, or exhaust memory."""
 
 from __future__ import annotations
 

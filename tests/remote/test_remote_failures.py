@@ -1,5 +1,5 @@
 """Remote failures as users meet them: no credentials, an unreachable endpoint, a refused
-HTTP connection, a busy store. Each is one typed error naming the URL, in the library and
+HTTP connection, a busy store. Each is one typed error naming the URL, in the Python API and
 in the command line (one ``error:`` line, exit 1, no traceback), and never reported as
 damage."""
 

@@ -47,7 +47,7 @@ from .plan import (
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "DatasetIterator"]
 
-#: Let the library pick a parallelism or buffer size, as ``tf.data.AUTOTUNE``.
+#: Let tfrecordkit pick a parallelism or buffer size, as ``tf.data.AUTOTUNE``.
 AUTOTUNE = _stages.AUTOTUNE
 #: :meth:`Dataset.cardinality` of an endless dataset and of one of unknown length (as tf.data).
 INFINITE_CARDINALITY = _plan.INFINITE
