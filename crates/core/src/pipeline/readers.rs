@@ -37,8 +37,9 @@ const CHUNK_RECORDS: usize = 256;
 /// Kept under the allocator's mmap threshold, so chunk buffers are reused, not faulted in.
 const CHUNK_BYTES: usize = 60 << 10;
 /// Large records per chunk, in bytes: enough that a reader thread queues a few of them
-/// per chunk handed over (about 2 MiB in all), not one.
-const CHUNK_HELD_BYTES: usize = 512 << 10;
+/// per chunk handed over (about 1 MiB in all), not one, and their buffers are reused
+/// while they are still in the CPU's cache.
+const CHUNK_HELD_BYTES: usize = 256 << 10;
 /// Chunks queued per reader thread.
 const CHUNKS_QUEUED: usize = 4;
 
