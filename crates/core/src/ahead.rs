@@ -67,9 +67,12 @@ impl BatchesAhead {
                 let mut batch = reuse.try_recv().unwrap_or_default();
                 batch.clear();
                 let result = Error::catch("the batch read-ahead thread", || {
-                    let mut leave = LeaveLarge;
-                    let sink: Option<&mut dyn LargeRecords> = until_large.then_some(&mut leave);
-                    reader.read_batch_with(&mut batch, max_records, max_bytes, sink)
+                    if until_large {
+                        let sink: &mut dyn LargeRecords = &mut LeaveLarge;
+                        reader.read_batch_with(&mut batch, max_records, max_bytes, Some(sink))
+                    } else {
+                        reader.read_batch(&mut batch, max_records, max_bytes)
+                    }
                 })
                 .and_then(|r| r);
                 if batch.before_large {

@@ -35,6 +35,59 @@ pub trait EachRecord: LargeRecords {
     fn record(&mut self, small: Option<&[u8]>) -> Result<()>;
 }
 
+/// Large records read into buffers of their own, one per record, made to its exact size
+/// (never zeroed, never grown), then kept in the batch they were read for (see
+/// [`RecordBatch::push_held`]): one copy each, from the stream to the buffer handed on.
+#[derive(Default)]
+struct HeldBuffers {
+    /// Each buffer made, with the length of its record.
+    made: Vec<(Vec<u8>, usize)>,
+}
+
+impl LargeRecords for HeldBuffers {
+    fn buffer(&mut self, len: usize) -> Result<&mut [u8]> {
+        let mut buf = record_buffer(len)?;
+        let at = buf.as_mut_ptr();
+        self.made.push((buf, len));
+        // SAFETY: `record_buffer` made room for `len` bytes, which the reader only writes;
+        // they are counted in (`keep_in`) only once a read filled them.
+        Ok(unsafe { std::slice::from_raw_parts_mut(at, len) })
+    }
+
+    fn discard(&mut self) {
+        self.made.pop();
+    }
+}
+
+impl HeldBuffers {
+    /// Moves the records read into buffers (`out.large`) into `out`'s held records.
+    fn keep_in(self, out: &mut RecordBatch) {
+        debug_assert_eq!(out.large.len(), self.made.len());
+        for (&i, (mut buf, len)) in out.large.iter().zip(self.made) {
+            // SAFETY: every buffer left in `made` was filled by a read that succeeded.
+            unsafe { buf.set_len(len) };
+            out.held_bytes += len;
+            out.held.push((i, buf));
+        }
+        out.large.clear();
+        out.large_bytes = 0;
+    }
+}
+
+/// An empty buffer with room for a record of exactly `len` bytes, which the stream
+/// vouched for: an error, not an abort, when there is no memory for it.
+pub(crate) fn record_buffer(len: usize) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len).map_err(|_| {
+        let why = format!("no memory for a record of {len} bytes");
+        Error::io(
+            std::io::Error::new(std::io::ErrorKind::OutOfMemory, why),
+            None,
+        )
+    })?;
+    Ok(buf)
+}
+
 /// One buffer that every large record is read into, in turn.
 struct Scratch {
     buf: Vec<u8>,
@@ -184,6 +237,8 @@ impl MultiFileReader {
     }
 
     /// Appends up to `max_records` records (stopping early past `max_bytes`) to `out`.
+    /// Records of at least [`DIRECT_MIN`](crate::reader::DIRECT_MIN) bytes are read into
+    /// buffers of their own and kept there (see [`RecordBatch::push_held`]).
     ///
     /// An error met after some records were read is returned by the next call, so no record
     /// is lost. After an error the reader has moved on: past the one damaged record when
@@ -194,7 +249,10 @@ impl MultiFileReader {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<()> {
-        self.read_batch_with(out, max_records, max_bytes, None)
+        let mut held = HeldBuffers::default();
+        let read = self.read_batch_with(out, max_records, max_bytes, Some(&mut held));
+        held.keep_in(out);
+        read
     }
 
     /// As [`MultiFileReader::read_batch`], adding to the records already in `out` up to
@@ -215,7 +273,7 @@ impl MultiFileReader {
             // The runs are those of `out`'s records: a call that adds to a batch adds to them.
             self.batch_runs.clear();
         }
-        while out.len() < max_records && out.data.len() + out.large_bytes < max_bytes {
+        while out.len() < max_records && out.bytes() + out.large_bytes < max_bytes {
             if self.current.is_none() {
                 if self.next_file == self.paths.len() {
                     break;

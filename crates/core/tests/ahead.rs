@@ -201,3 +201,52 @@ fn read_each_hands_over_every_record_in_turn_and_counts_them() {
         .unwrap_err();
     assert_eq!((err.message.as_str(), batch.len()), ("refused", 1));
 }
+
+#[test]
+fn large_records_are_read_into_buffers_of_their_own_in_place_and_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let min = tfrecordkit_core::reader::DIRECT_MIN as usize;
+    let mut recs = records(3, 0);
+    recs.push(vec![1u8; min]);
+    recs.push(vec![2u8; min - 1]);
+    recs.extend(records(2, 4));
+    recs.push((0..3 * min).map(|i| i as u8).collect());
+    let a = write_file(dir.path(), "a", &recs);
+    // The same file, cut in the middle of its last record.
+    let cut = dir.path().join("cut").to_str().unwrap().to_owned();
+    let bytes = std::fs::read(&a).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - min]).unwrap();
+
+    let mut reader = MultiFileReader::new(vec![a.clone()], ReadOptions::default(), None);
+    let mut batch = RecordBatch::default();
+    reader.read_batch(&mut batch, 100, usize::MAX).unwrap();
+    let got: Vec<Vec<u8>> = batch.iter().map(<[u8]>::to_vec).collect();
+    assert_eq!(got, recs);
+    let held: Vec<usize> = batch.held.iter().map(|h| h.0).collect();
+    assert_eq!(
+        held,
+        vec![3, 7],
+        "records of at least DIRECT_MIN bytes are held"
+    );
+    assert!(batch.large.is_empty());
+    assert_eq!(batch.bytes(), recs.iter().map(Vec::len).sum::<usize>());
+
+    // Held bytes count toward a batch's bound: it ends after the first large record.
+    let mut reader = MultiFileReader::new(vec![a.clone()], ReadOptions::default(), None);
+    batch.clear();
+    reader.read_batch(&mut batch, 100, min).unwrap();
+    assert_eq!(batch.len(), 4);
+
+    let mut ahead = BatchesAhead::new(
+        MultiFileReader::new(vec![a.clone(), cut], ReadOptions::default(), None),
+        5,
+        usize::MAX,
+    );
+    let got = drain(|batch| ahead.next_batch(batch));
+    let (last, read) = got.split_last().unwrap();
+    assert_eq!(*last, Err(ErrorKind::Truncated), "the cut record, last");
+    let read: Vec<Vec<u8>> = read.iter().flat_map(|b| b.clone().unwrap()).collect();
+    let mut want = recs.clone();
+    want.extend_from_slice(&recs[..recs.len() - 1]);
+    assert!(read == want, "every record before the cut, in order");
+}

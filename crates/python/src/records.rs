@@ -376,9 +376,12 @@ impl RecordReader {
         crate::errors::guard("RecordReader.read_parsed", || {
             let wanted = feature_lists.as_ref().map(|l| Arc::clone(&l.schema));
             let (max_records, max_bytes) = (max_records.max(1), max_bytes.max(1));
-            if self.ahead && wanted.is_none() {
+            if self.ahead && wanted.is_none() && raw_bytes {
                 // Examples are read ahead until a large record; from there on each is
-                // parsed as soon as it is read, while it is in cache.
+                // read straight into the bytes column it is parsed into, while it is in
+                // cache. (Bytes values handed out as `bytes` objects are copied into them
+                // whatever the reader does: those records are all read ahead, so that
+                // the two copies run on two threads.)
                 self.next_batch_until_large(py, max_records, max_bytes)?;
                 if self.handed_back {
                     return self.parse_in_place(py, schema, max_records, max_bytes, raw_bytes);

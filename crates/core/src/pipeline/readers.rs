@@ -215,14 +215,7 @@ fn next_into_chunk(reader: &mut SourceReader, batch: &mut RecordBatch) -> Result
         // The reader checked that the file holds the record's `len` bytes.
         Next::Large(len) => len as usize,
     };
-    let mut record = Vec::new();
-    record.try_reserve_exact(len).map_err(|_| {
-        let why = format!("no memory for a record of {len} bytes");
-        Error::io(
-            std::io::Error::new(std::io::ErrorKind::OutOfMemory, why),
-            None,
-        )
-    })?;
+    let mut record = crate::multi::record_buffer(len)?;
     // SAFETY: `try_reserve_exact` made room for `len` bytes; `read_large` only writes
     // them, and they are counted in only once all of them were.
     let room = unsafe { std::slice::from_raw_parts_mut(record.as_mut_ptr(), len) };
