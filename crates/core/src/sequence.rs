@@ -176,7 +176,7 @@ fn read_record(
 
 /// The steps (`Feature`s) of one `FeatureList`.
 fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<()> {
-    let mut at = 0;
+    let mut at = packed_steps(list, &mut col.values, &mut col.step_values);
     while at < list.len() {
         // Fast path: `0a n feature` with a one-byte length, as short steps are written.
         if list[at] == 0x0a && list.get(at + 1).is_some_and(|&n| n < 0x80) {
@@ -199,6 +199,56 @@ fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<
         at += steps.pos();
     }
     Ok(())
+}
+
+/// Reads the leading steps of `list` that are written as writers write them (one-byte
+/// lengths, the values of the column's kind, packed) straight into `values`, and returns
+/// where the first other step begins, for the general reader to go on from. A clip's
+/// steps are short and many: each otherwise costs a call that decodes the `Feature`
+/// generically.
+#[inline]
+fn packed_steps(list: &[u8], values: &mut Column, step_values: &mut Vec<i64>) -> usize {
+    // `0a n` (a step), `12 m` or `1a m` (float or int64 list), `0a k` (packed values).
+    let step = |at: usize, kind: u8| -> Option<&[u8]> {
+        let head = list.get(at..at + 6)?;
+        let (n, m, k) = (head[1] as usize, head[3] as usize, head[5] as usize);
+        let simple = head[0] == 0x0a && head[2] == kind && head[4] == 0x0a;
+        (simple && n < 0x80 && n == m + 2 && m == k + 2)
+            .then(|| list.get(at + 6..at + 6 + k))
+            .flatten()
+    };
+    let mut at = 0;
+    match values {
+        Column::Float32(v) => {
+            while let Some(payload) = step(at, 0x12).filter(|p| p.len() % 4 == 0) {
+                wire::extend_f32_le(v, payload);
+                step_values.push(v.len() as i64);
+                at += 6 + payload.len();
+            }
+        }
+        Column::Int64(v) => {
+            while let Some(payload) = step(at, 0x1a) {
+                let before = v.len();
+                let mut p = WireReader::new(payload);
+                let mut whole = true;
+                while whole && !p.is_empty() {
+                    match p.varint() {
+                        Ok(x) => v.push(x as i64),
+                        Err(_) => whole = false,
+                    }
+                }
+                if !whole {
+                    // Malformed: the general reader says how.
+                    v.truncate(before);
+                    break;
+                }
+                step_values.push(v.len() as i64);
+                at += 6 + payload.len();
+            }
+        }
+        Column::Bytes { .. } => {}
+    }
+    at
 }
 
 /// A `FixedLenSequence` list of a batch as one dense array `[records, width, stride]`
@@ -353,5 +403,102 @@ mod tests {
             err.message.starts_with("feature list \"x\": data types"),
             "{err}"
         );
+    }
+
+    fn put_len(out: &mut Vec<u8>, bytes: &[u8]) {
+        wire::put_varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
+
+    /// A `SequenceExample` holding one feature list `x` whose steps are `steps`, each a
+    /// `Feature` message as given.
+    fn raw_list(steps: &[Vec<u8>]) -> Vec<u8> {
+        let mut list = Vec::new();
+        for step in steps {
+            list.push(0x0a);
+            put_len(&mut list, step);
+        }
+        let mut entry = vec![0x0a, 1, b'x', 0x12];
+        put_len(&mut entry, &list);
+        let mut lists = vec![0x0a];
+        put_len(&mut lists, &entry);
+        let mut record = vec![0x12];
+        put_len(&mut record, &lists);
+        record
+    }
+
+    fn floats(values: &[f32]) -> Vec<u8> {
+        let packed: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut list = vec![0x0a];
+        put_len(&mut list, &packed);
+        let mut feature = vec![0x12];
+        put_len(&mut feature, &list);
+        feature
+    }
+
+    #[test]
+    fn steps_written_every_way_read_alike() {
+        // Packed with one-byte lengths (the quick way), two-byte lengths, one value per
+        // field, empty, and a Feature with a field it does not know.
+        let one_by_one = {
+            let mut list = Vec::new();
+            for v in [4.0f32, 5.0] {
+                list.push(0x0d);
+                list.extend(v.to_le_bytes());
+            }
+            let mut feature = vec![0x12];
+            put_len(&mut feature, &list);
+            feature
+        };
+        let mut unknown = floats(&[6.0]);
+        unknown.extend([0x38, 0x01]);
+        let long: Vec<f32> = (0..40).map(|i| i as f32).collect();
+        let steps = [
+            floats(&[1.0, 2.0]),
+            floats(&long),
+            floats(&[3.0]),
+            one_by_one,
+            floats(&[]),
+            unknown,
+            floats(&[7.0]),
+        ];
+        let wanted = [("x".to_owned(), DType::Float32)];
+        let cols = parse_feature_lists(&wanted, &[raw_list(&steps)]).unwrap();
+        let mut want = vec![1.0, 2.0];
+        want.extend(&long);
+        want.extend([3.0, 4.0, 5.0, 6.0, 7.0]);
+        assert_eq!(cols[0].values, Column::Float32(want));
+        assert_eq!(cols[0].step_values, vec![0, 2, 42, 43, 45, 45, 46, 47]);
+        assert_eq!(cols[0].steps, vec![0, 7]);
+
+        let ints = record(&[(
+            "x",
+            vec![
+                Feature::Int64(vec![1, 300, -5]),
+                Feature::Int64(vec![]),
+                Feature::Int64(vec![i64::MAX]),
+            ],
+        )]);
+        let wanted = [("x".to_owned(), DType::Int64)];
+        let cols = parse_feature_lists(&wanted, &[ints]).unwrap();
+        assert_eq!(cols[0].values, Column::Int64(vec![1, 300, -5, i64::MAX]));
+        assert_eq!(cols[0].step_values, vec![0, 3, 3, 4]);
+    }
+
+    #[test]
+    fn a_bad_step_after_good_ones_is_an_error_naming_the_list() {
+        let wanted = [("x".to_owned(), DType::Float32)];
+        // A float step, then an int64 one.
+        let mixed = raw_list(&[floats(&[1.0]), vec![0x1a, 3, 0x0a, 1, 1]]);
+        let err = parse_feature_lists(&wanted, &[mixed]).unwrap_err();
+        assert!(err.message.contains("data types don't match"), "{err}");
+        assert_eq!(err.key.as_deref(), Some("x"));
+
+        // A packed int64 step whose last varint never ends.
+        let wanted = [("x".to_owned(), DType::Int64)];
+        let cut = raw_list(&[vec![0x1a, 4, 0x0a, 2, 0x01, 0x80]]);
+        let err = parse_feature_lists(&wanted, &[cut]).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("x"), "{err}");
+        assert!(err.message.contains("truncated varint"), "{err}");
     }
 }
