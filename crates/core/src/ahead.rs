@@ -8,7 +8,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::batch::RecordBatch;
 use crate::error::{Error, ErrorKind, Result};
-use crate::multi::{LargeRecords, LeaveLarge, MultiFileReader};
+use crate::multi::MultiFileReader;
 
 /// Batches read ahead of the consumer: at most one waiting and one being read, besides
 /// the one the consumer holds. Dropping it stops the thread after the read in progress.
@@ -40,7 +40,7 @@ impl BatchesAhead {
     /// Reads `reader` in batches of up to `max_records` records and `max_bytes` bytes (as
     /// [`MultiFileReader::read_batch`] reads them) on a thread of its own.
     pub fn new(reader: MultiFileReader, max_records: usize, max_bytes: usize) -> Self {
-        Self::start(reader, max_records, max_bytes, false)
+        Self::start(reader, max_records, max_bytes, usize::MAX)
     }
 
     /// As [`BatchesAhead::new`], until a record of at least
@@ -49,14 +49,25 @@ impl BatchesAhead {
     /// records straight into buffers of its own, one copy each; a copy made here would be
     /// a second.
     pub fn until_large(reader: MultiFileReader, max_records: usize, max_bytes: usize) -> Self {
-        Self::start(reader, max_records, max_bytes, true)
+        Self::start(reader, max_records, max_bytes, 0)
+    }
+
+    /// As [`BatchesAhead::until_large`], until a record of more than `over` bytes; large
+    /// records up to that size are read ahead, each into a buffer of its own.
+    pub fn until_over(
+        reader: MultiFileReader,
+        max_records: usize,
+        max_bytes: usize,
+        over: usize,
+    ) -> Self {
+        Self::start(reader, max_records, max_bytes, over)
     }
 
     fn start(
         mut reader: MultiFileReader,
         max_records: usize,
         max_bytes: usize,
-        until_large: bool,
+        over: usize,
     ) -> Self {
         let paths = reader.paths().to_vec();
         let (tx, batches) = bounded::<Ahead>(1);
@@ -67,12 +78,7 @@ impl BatchesAhead {
                 let mut batch = reuse.try_recv().unwrap_or_default();
                 batch.clear();
                 let result = Error::catch("the batch read-ahead thread", || {
-                    if until_large {
-                        let sink: &mut dyn LargeRecords = &mut LeaveLarge;
-                        reader.read_batch_with(&mut batch, max_records, max_bytes, Some(sink))
-                    } else {
-                        reader.read_batch(&mut batch, max_records, max_bytes)
-                    }
+                    reader.read_batch_until(&mut batch, max_records, max_bytes, over)
                 })
                 .and_then(|r| r);
                 if batch.before_large {

@@ -38,10 +38,11 @@ pub trait EachRecord: LargeRecords {
 /// Large records read into buffers of their own, one per record, made to its exact size
 /// (never zeroed, never grown), then kept in the batch they were read for (see
 /// [`RecordBatch::push_held`]): one copy each, from the stream to the buffer handed on.
-#[derive(Default)]
 struct HeldBuffers {
     /// Each buffer made, with the length of its record.
     made: Vec<(Vec<u8>, usize)>,
+    /// A record longer than this is left unread: the batch ends before it.
+    leave_over: usize,
 }
 
 impl LargeRecords for HeldBuffers {
@@ -57,9 +58,20 @@ impl LargeRecords for HeldBuffers {
     fn discard(&mut self) {
         self.made.pop();
     }
+
+    fn leaves(&self, len: usize) -> bool {
+        len > self.leave_over
+    }
 }
 
 impl HeldBuffers {
+    fn new(leave_over: usize) -> Self {
+        HeldBuffers {
+            made: Vec::new(),
+            leave_over,
+        }
+    }
+
     /// Moves the records read into buffers (`out.large`) into `out`'s held records.
     fn keep_in(self, out: &mut RecordBatch) {
         debug_assert_eq!(out.large.len(), self.made.len());
@@ -132,21 +144,6 @@ impl EachRecord for EachInScratch<'_> {
             Some(record) => (self.each)(record),
             None => (self.each)(&self.scratch.buf[..self.scratch.len]),
         }
-    }
-}
-
-/// Leaves every large record unread, ending the batch before it.
-pub(crate) struct LeaveLarge;
-
-impl LargeRecords for LeaveLarge {
-    fn buffer(&mut self, _len: usize) -> Result<&mut [u8]> {
-        Err(Error::invalid("large records are left unread here"))
-    }
-
-    fn discard(&mut self) {}
-
-    fn leaves(&self, _len: usize) -> bool {
-        true
     }
 }
 
@@ -249,7 +246,21 @@ impl MultiFileReader {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<()> {
-        let mut held = HeldBuffers::default();
+        self.read_batch_until(out, max_records, max_bytes, usize::MAX)
+    }
+
+    /// As [`MultiFileReader::read_batch`], except that the batch ends before a record of
+    /// more than `over` bytes, left unread (`out.before_large`) for the caller to read in
+    /// place: before every record of at least [`DIRECT_MIN`](crate::reader::DIRECT_MIN)
+    /// bytes when `over` is smaller than that.
+    pub fn read_batch_until(
+        &mut self,
+        out: &mut RecordBatch,
+        max_records: usize,
+        max_bytes: usize,
+        over: usize,
+    ) -> Result<()> {
+        let mut held = HeldBuffers::new(over);
         let read = self.read_batch_with(out, max_records, max_bytes, Some(&mut held));
         held.keep_in(out);
         read

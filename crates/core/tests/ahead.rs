@@ -250,3 +250,40 @@ fn large_records_are_read_into_buffers_of_their_own_in_place_and_ahead() {
     want.extend_from_slice(&recs[..recs.len() - 1]);
     assert!(read == want, "every record before the cut, in order");
 }
+
+#[test]
+fn until_over_reads_large_records_ahead_up_to_its_bound_and_hands_back_at_a_larger_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let min = tfrecordkit_core::reader::DIRECT_MIN as usize;
+    let recs = vec![
+        vec![1u8; 10],
+        vec![2u8; min],
+        vec![3u8; 2 * min],
+        vec![4u8; 5],
+        vec![5u8; 4 * min],
+        vec![6u8; 7],
+    ];
+    let a = write_file(dir.path(), "a", &recs);
+    let mut ahead = BatchesAhead::until_over(
+        MultiFileReader::new(vec![a], ReadOptions::default(), None),
+        100,
+        usize::MAX,
+        2 * min,
+    );
+    let mut batch = RecordBatch::default();
+    ahead.next_batch(&mut batch).unwrap();
+    let got: Vec<Vec<u8>> = batch.iter().map(<[u8]>::to_vec).collect();
+    assert_eq!(got, recs[..4], "up to the record over the bound");
+    assert!(batch.before_large);
+    assert_eq!(
+        batch.held.iter().map(|h| h.0).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    let mut reader = ahead
+        .take_reader()
+        .expect("handed back before the larger record");
+    batch.clear();
+    reader.read_batch(&mut batch, 100, usize::MAX).unwrap();
+    let rest: Vec<Vec<u8>> = batch.iter().map(<[u8]>::to_vec).collect();
+    assert_eq!(rest, recs[4..]);
+}

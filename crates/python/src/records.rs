@@ -10,6 +10,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
 use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
 use tfrecordkit_core::encode_example_into;
+use tfrecordkit_core::in_place::HOST_MAX;
 use tfrecordkit_core::LargeRecords;
 use tfrecordkit_core::{
     parse_each, BatchesAhead, Compression, ExampleParser, Finished, MultiFileReader, Parsed,
@@ -102,22 +103,22 @@ enum Reading {
     Moving,
 }
 
-/// The read-ahead of `inner`, started on its first batch (`until_large`: it hands the
-/// reader back at the first large record); every batch is then of the same shape.
+/// The read-ahead of `inner`, started on its first batch (with `over`, it hands the
+/// reader back at the first record of more than `over` bytes: at the first large record
+/// with 0); every batch is then of the same shape.
 fn read_ahead(
     inner: &mut Reading,
     max_records: usize,
     max_bytes: usize,
-    until_large: bool,
+    over: Option<usize>,
 ) -> PyResult<&mut BatchesAhead> {
     if let Reading::Now(_) = inner {
         let Reading::Now(reader) = std::mem::replace(inner, Reading::Moving) else {
             unreachable!()
         };
-        *inner = Reading::Ahead(if until_large {
-            BatchesAhead::until_large(*reader, max_records, max_bytes)
-        } else {
-            BatchesAhead::new(*reader, max_records, max_bytes)
+        *inner = Reading::Ahead(match over {
+            Some(over) => BatchesAhead::until_over(*reader, max_records, max_bytes, over),
+            None => BatchesAhead::new(*reader, max_records, max_bytes),
         });
     }
     let Reading::Ahead(ahead) = inner else {
@@ -142,7 +143,7 @@ impl RecordReader {
             ..
         } = self;
         if *ahead {
-            let ahead = read_ahead(inner, max_records, max_bytes, false)?;
+            let ahead = read_ahead(inner, max_records, max_bytes, None)?;
             return py.detach(|| ahead.next_batch(batch)).py_err(py);
         }
         let Reading::Now(reader) = inner else {
@@ -154,20 +155,21 @@ impl RecordReader {
     }
 
     /// Reads the next batch ahead of the caller into `self.batch` (once the reader was
-    /// handed back at a large record, nothing: `self.batch` is left empty for the caller
-    /// to read in place).
-    fn next_batch_until_large(
+    /// handed back at a record of more than `over` bytes, nothing: `self.batch` is left
+    /// empty for the caller to read in place).
+    fn next_batch_until_over(
         &mut self,
         py: Python<'_>,
         max_records: usize,
         max_bytes: usize,
+        over: usize,
     ) -> PyResult<()> {
         self.batch.clear();
         if self.handed_back && matches!(self.inner, Reading::Now(_)) {
             return Ok(());
         }
         let RecordReader { inner, batch, .. } = self;
-        let ahead = read_ahead(inner, max_records, max_bytes, true)?;
+        let ahead = read_ahead(inner, max_records, max_bytes, Some(over))?;
         let read = py.detach(|| ahead.next_batch(batch));
         if let Some(reader) = ahead.take_reader() {
             self.inner = Reading::Now(reader);
@@ -320,7 +322,7 @@ impl RecordReader {
             if self.ahead && !one_by_one {
                 // Read ahead until a large record: from there on each is read here,
                 // straight into its bytes object.
-                self.next_batch_until_large(py, max_records, max_bytes)?;
+                self.next_batch_until_over(py, max_records, max_bytes, 0)?;
             }
             let RecordReader { inner, batch, .. } = self;
             match inner {
@@ -376,13 +378,16 @@ impl RecordReader {
         crate::errors::guard("RecordReader.read_parsed", || {
             let wanted = feature_lists.as_ref().map(|l| Arc::clone(&l.schema));
             let (max_records, max_bytes) = (max_records.max(1), max_bytes.max(1));
-            if self.ahead && wanted.is_none() && raw_bytes {
+            if self.ahead && wanted.is_none() {
                 // Examples are read ahead until a large record; from there on each is
                 // read straight into the bytes column it is parsed into, while it is in
-                // cache. (Bytes values handed out as `bytes` objects are copied into them
-                // whatever the reader does: those records are all read ahead, so that
-                // the two copies run on two threads.)
-                self.next_batch_until_large(py, max_records, max_bytes)?;
+                // cache. Values handed out as `bytes` objects are copied into them
+                // whatever the reader does: records of up to `HOST_MAX` bytes are then
+                // read ahead too, so that the two copies run on two threads (x1.4 to
+                // x1.6), and only larger ones, for which memory is what limits either
+                // way, are read in place.
+                let over = if raw_bytes { 0 } else { HOST_MAX };
+                self.next_batch_until_over(py, max_records, max_bytes, over)?;
                 if self.handed_back {
                     return self.parse_in_place(py, schema, max_records, max_bytes, raw_bytes);
                 }
