@@ -72,17 +72,18 @@ impl HeldBuffers {
         }
     }
 
-    /// Moves the records read into buffers (`out.large`) into `out`'s held records.
+    /// Moves the records read into these buffers (the last of `out.large`) into `out`'s
+    /// held records.
     fn keep_in(self, out: &mut RecordBatch) {
-        debug_assert_eq!(out.large.len(), self.made.len());
-        for (&i, (mut buf, len)) in out.large.iter().zip(self.made) {
+        let from = out.large.len() - self.made.len();
+        for (&i, (mut buf, len)) in out.large[from..].iter().zip(self.made) {
             // SAFETY: every buffer left in `made` was filled by a read that succeeded.
             unsafe { buf.set_len(len) };
+            out.large_bytes -= len;
             out.held_bytes += len;
             out.held.push((i, buf));
         }
-        out.large.clear();
-        out.large_bytes = 0;
+        out.large.truncate(from);
     }
 }
 

@@ -216,7 +216,7 @@ fn next_into_chunk(reader: &mut SourceReader, batch: &mut RecordBatch) -> Result
         Next::Large(len) => len as usize,
     };
     let mut record = crate::multi::record_buffer(len)?;
-    // SAFETY: `try_reserve_exact` made room for `len` bytes; `read_large` only writes
+    // SAFETY: `record_buffer` made room for `len` bytes; `read_large` only writes
     // them, and they are counted in only once all of them were.
     let room = unsafe { std::slice::from_raw_parts_mut(record.as_mut_ptr(), len) };
     reader.read_large(len as u64, room)?;
