@@ -383,8 +383,8 @@ impl RecordReader {
                 // read straight into the bytes column it is parsed into, while it is in
                 // cache. Values handed out as `bytes` objects are copied into them
                 // whatever the reader does: records of up to `HOST_MAX` bytes are then
-                // read ahead too, so that the two copies run on two threads (x1.4 to
-                // x1.6), and only larger ones, for which memory is what limits either
+                // read ahead too, so that the two copies run on two threads (x1.3 to
+                // x1.5), and only larger ones, for which memory is what limits either
                 // way, are read in place.
                 let over = if raw_bytes { 0 } else { HOST_MAX };
                 self.next_batch_until_over(py, max_records, max_bytes, over)?;
