@@ -278,6 +278,22 @@ def test_damage_in_a_large_example_is_skipped_with_its_neighbours_kept(tmp_path)
     assert per_file == 30 + len(SIZES)
 
 
+def test_a_file_cut_inside_a_large_example_read_ahead(tmp_path):
+    """read_examples reads Examples of up to 1 MiB ahead, each into a buffer of its own: a
+    file cut inside one gives every Example before the cut, then the cut, named."""
+    paths, rows = _example_files(tmp_path)
+    records = list(tfr.read_records(paths[0]))
+    cut = 30 + SIZES.index(131_072)
+    with open(paths[0], "r+b") as f:
+        f.truncate(_offsets(records)[cut] + 12 + 70_000)
+    got = []
+    with pytest.raises(tfr.TruncatedRecordError) as info:
+        for batch in tfr.read_examples(paths[0], SCHEMA, 4):
+            got += list(batch["blob"])
+    assert got == [r["blob"] for r in rows[:cut]]
+    assert info.value.path == str(paths[0])
+
+
 def test_a_large_value_starting_its_batch_reaches_arrow_where_it_was_read(tmp_path):
     """A record larger than 1 MiB that starts a batch is parsed where it was read: its
     value is not moved, and Arrow's offsets begin past the record's bytes before it."""
