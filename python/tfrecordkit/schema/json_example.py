@@ -41,7 +41,7 @@ _URL_SAFE = str.maketrans("-_", "+/")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #: The largest integer a JSON number with a fraction or exponent (a double) is taken for.
 _EXACT_DOUBLE = 2**53
-#: Doubles at or above this round to infinity as float32 (halfway from FLT_MAX to 2**128).
+#: Doubles at or above this value become infinity as float32 (halfway from FLT_MAX to 2**128).
 _FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 
