@@ -103,23 +103,25 @@ enum Reading {
     Moving,
 }
 
-/// The read-ahead of `inner`, started on its first batch (with `over`, it hands the
-/// reader back at the first record of more than `over` bytes: at the first large record
-/// with 0); every batch is then of the same shape.
+/// The read-ahead of `inner`, started on its first batch: it hands the reader back at
+/// the first record of more than `over` bytes (at the first large record with 0, never
+/// with `usize::MAX`); every batch is then of the same shape.
 fn read_ahead(
     inner: &mut Reading,
     max_records: usize,
     max_bytes: usize,
-    over: Option<usize>,
+    over: usize,
 ) -> PyResult<&mut BatchesAhead> {
     if let Reading::Now(_) = inner {
         let Reading::Now(reader) = std::mem::replace(inner, Reading::Moving) else {
             unreachable!()
         };
-        *inner = Reading::Ahead(match over {
-            Some(over) => BatchesAhead::until_over(*reader, max_records, max_bytes, over),
-            None => BatchesAhead::new(*reader, max_records, max_bytes),
-        });
+        *inner = Reading::Ahead(BatchesAhead::until_over(
+            *reader,
+            max_records,
+            max_bytes,
+            over,
+        ));
     }
     let Reading::Ahead(ahead) = inner else {
         unreachable!("a reader that reads ahead")
@@ -143,7 +145,7 @@ impl RecordReader {
             ..
         } = self;
         if *ahead {
-            let ahead = read_ahead(inner, max_records, max_bytes, None)?;
+            let ahead = read_ahead(inner, max_records, max_bytes, usize::MAX)?;
             return py.detach(|| ahead.next_batch(batch)).py_err(py);
         }
         let Reading::Now(reader) = inner else {
@@ -169,7 +171,7 @@ impl RecordReader {
             return Ok(());
         }
         let RecordReader { inner, batch, .. } = self;
-        let ahead = read_ahead(inner, max_records, max_bytes, Some(over))?;
+        let ahead = read_ahead(inner, max_records, max_bytes, over)?;
         let read = py.detach(|| ahead.next_batch(batch));
         if let Some(reader) = ahead.take_reader() {
             self.inner = Reading::Now(reader);
