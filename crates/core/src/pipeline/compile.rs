@@ -25,6 +25,11 @@ pub const UNIT: usize = 256;
 /// small enough that the buffers records are read into are freed and reused while they
 /// are still in the CPU's cache (1 MiB reads 100 KB records 20% faster than 4 MiB).
 pub const UNIT_BYTES: usize = 1 << 20;
+/// Small batches travel from the pipeline thread to the consumer several to a unit, of
+/// about this many records (and at most [`UNIT_BYTES`]), and are parsed together: each
+/// unit handed between threads and each parse has a cost of its own, which batches of a
+/// hundred records would pay ten times as often as batches of a thousand.
+pub const UNIT_RECORDS: usize = 1024;
 
 impl Order {
     pub fn record_op(self) -> RecordOp {
@@ -503,6 +508,14 @@ impl Compiled {
         // decoding is heavy enough for a worker per core, leaving the consumer free, and
         // SequenceExamples get two even on two cores: their parse, not the consumer's
         // layout of their feature lists, is what a pipeline of them waits on.
+        // Batches cut apart again after parsing: ones that `refill` may join and cut
+        // anyway, and no images, whose decoding is spread over workers a unit at a time.
+        let refill = batched && !sequences && lists.is_none() && self.batch_bytes.is_none();
+        let unit_batches = if refill && self.images.is_empty() {
+            (UNIT_RECORDS / unit.max(1)).max(1)
+        } else {
+            1
+        };
         let cpus = run.cpus.max(1);
         let least = if lists.is_some() { cpus.min(2) } else { 0 };
         let parse_workers = if self.images.is_empty() {
@@ -520,6 +533,7 @@ impl Compiled {
             deterministic: interleave.deterministic,
             record_ops,
             batch_size: unit,
+            unit_batches,
             drop_remainder: self.batch.is_some_and(|(_, _, drop)| drop),
             // Units of a plan that does not batch are the engine's own: cut as suits it.
             batch_bytes: self
@@ -527,7 +541,7 @@ impl Compiled {
                 .unwrap_or(if batched { usize::MAX } else { UNIT_BYTES }),
             // Sequence batches are padded to their own longest row, and batches cut by
             // their bytes are short on purpose: neither is joined up again.
-            refill: batched && !sequences && lists.is_none() && self.batch_bytes.is_none(),
+            refill,
             schema,
             feature_lists: lists,
             parse_workers,
@@ -655,6 +669,26 @@ mod tests {
         let c = compile(false, &[]).unwrap();
         let plan = c.plan(run());
         assert_eq!((plan.batch_size, plan.batch_bytes), (UNIT, UNIT_BYTES));
+    }
+
+    #[test]
+    fn small_batches_travel_several_to_a_unit_unless_images_or_bytes_cut_them() {
+        let parse = Step::Parse(image_schema());
+        let unit_batches = |steps: &[Step]| compile(false, steps).unwrap().plan(run()).unit_batches;
+        assert_eq!(
+            unit_batches(&[parse.clone(), batch(128)]),
+            UNIT_RECORDS / 128
+        );
+        assert_eq!(unit_batches(&[parse.clone(), batch(1000)]), 1);
+        assert_eq!(unit_batches(&[parse.clone(), batch(5000)]), 1);
+        assert_eq!(unit_batches(&[parse.clone(), bytes_batch(8, 1 << 20)]), 1);
+        assert_eq!(unit_batches(&[parse.clone(), image("image"), batch(8)]), 1);
+        assert_eq!(
+            unit_batches(&[parse, Step::Map, batch(8)]),
+            1,
+            "batched after a map"
+        );
+        assert_eq!(unit_batches(&[sequences(true), batch(8)]), 1);
     }
 
     fn interleave() -> Step {

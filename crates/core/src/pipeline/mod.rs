@@ -146,7 +146,13 @@ impl Pipeline {
                 let _ = out_tx.send(Unit::Ready(vec![Err(e)]));
             }
         });
-        let refill = refills(&plan).then(|| Refill::new(plan.batch_size, plan.drop_remainder));
+        let refill = refills(&plan).then(|| {
+            Refill::new(
+                plan.batch_size,
+                plan.drop_remainder,
+                plan.on_error == OnError::Stop,
+            )
+        });
         Ok(Pipeline {
             plan,
             files,
@@ -212,8 +218,11 @@ impl Pipeline {
 }
 
 /// Whether short parsed units are re-cut: records may be skipped after batches are cut.
+/// Whether the consumer cuts parsed units into batches: units of several batches, and
+/// units left short by records skipped under `OnError::Continue`.
 fn refills(plan: &Plan) -> bool {
-    plan.refill && plan.on_error == OnError::Continue && plan.schema.is_some()
+    plan.schema.is_some()
+        && (plan.unit_batches > 1 || plan.refill && plan.on_error == OnError::Continue)
 }
 
 impl Pipeline {
@@ -254,6 +263,12 @@ fn produce(
         }
     };
     let size = plan.batch_size.max(1);
+    let several = refills(plan) && plan.unit_batches > 1;
+    let unit = if several {
+        size.saturating_mul(plan.unit_batches)
+    } else {
+        size
+    };
     // A last short unit may still fill a batch when records before it were skipped: the
     // remainder is dropped after re-cutting, not here.
     let drop_remainder = plan.drop_remainder && !refills(plan);
@@ -278,7 +293,7 @@ fn produce(
                 .is_ok()
     };
     let mut batch = RecordBatch::default();
-    let mut origins = Vec::with_capacity(size.min(1 << 16));
+    let mut origins = Vec::with_capacity(unit.min(1 << 16));
     let mut held = None;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -292,16 +307,20 @@ fn produce(
                     None => batch.ends.push(batch.data.len()),
                 }
                 origins.push(origin);
-                if origins.len() == size || batch.bytes() >= plan.batch_bytes {
+                let n = origins.len();
+                if n == unit
+                    || batch.bytes() >= plan.batch_bytes
+                    || several && n % size == 0 && batch.bytes() >= compile::UNIT_BYTES
+                {
                     // The next batch starts with room for as many bytes in `data` as
                     // this one had.
                     let next = RecordBatch {
                         data: Vec::with_capacity(batch.data.len() + batch.data.len() / 4),
-                        ends: Vec::with_capacity(size),
+                        ends: Vec::with_capacity(n),
                         ..RecordBatch::default()
                     };
                     let full = std::mem::replace(&mut batch, next);
-                    let done = std::mem::replace(&mut origins, Vec::with_capacity(size));
+                    let done = std::mem::replace(&mut origins, Vec::with_capacity(n));
                     if !emit(full, done) {
                         return;
                     }

@@ -37,6 +37,9 @@ pub struct Plan {
     pub record_ops: Vec<RecordOp>,
     /// Records per output unit.
     pub batch_size: usize,
+    /// Batches the pipeline thread hands on together, parsed together and cut apart by
+    /// the consumer (see [`super::compile::UNIT_RECORDS`]); 1 hands on each batch alone.
+    pub unit_batches: usize,
     /// Drop a last unit shorter than `batch_size`.
     pub drop_remainder: bool,
     /// A unit also ends once its records hold this many bytes (`usize::MAX`: never).

@@ -1,7 +1,7 @@
-//! Re-cutting parsed units: when records are skipped under `OnError::Continue`, the
-//! units they leave short are joined with the next ones and cut again at the batch size,
-//! so that every batch but the last is full, as if the skipped records never reached
-//! `batch()`.
+//! Re-cutting parsed units: units of several batches are cut into batches, and when
+//! records are skipped under `OnError::Continue`, the units they leave short are joined
+//! with the next ones and cut again at the batch size, so that every batch but the last
+//! is full, as if the skipped records never reached `batch()`.
 
 use std::collections::VecDeque;
 
@@ -14,14 +14,17 @@ use crate::parse::{Column, Parsed};
 pub(super) struct Refill {
     size: usize,
     drop_remainder: bool,
+    /// An error ends the stream (`OnError::Stop`): the rows held before it go out first.
+    stop: bool,
     held: Option<(Vec<Decoded>, Vec<u64>)>,
 }
 
 impl Refill {
-    pub(super) fn new(size: usize, drop_remainder: bool) -> Refill {
+    pub(super) fn new(size: usize, drop_remainder: bool, stop: bool) -> Refill {
         Refill {
             size: size.max(1),
             drop_remainder,
+            stop,
             held: None,
         }
     }
@@ -31,6 +34,9 @@ impl Refill {
         let (columns, keys, assembled) = match item {
             Ok(Payload::Parsed(columns, keys, assembled)) => (columns, keys, assembled),
             other => {
+                if self.stop && other.is_err() {
+                    out.extend(self.finish());
+                }
                 out.push_back(other);
                 return;
             }
@@ -52,14 +58,25 @@ impl Refill {
                 (held, held_keys)
             }
         };
-        while keys.len() >= self.size {
-            let rest_keys = keys.split_off(self.size);
-            let rest = split_rows(&mut columns, self.size);
-            out.push_back(Ok(Payload::Parsed(columns, keys, None)));
-            (columns, keys) = (rest, rest_keys);
+        let full = keys.len() - keys.len() % self.size;
+        if full < keys.len() {
+            let rest_keys = keys.split_off(full);
+            self.held = Some((split_rows(&mut columns, full), rest_keys));
         }
-        if !keys.is_empty() {
-            self.held = Some((columns, keys));
+        if full == 0 {
+            return;
+        }
+        // Cut from the back, so that each row is moved once.
+        let mut batches = Vec::with_capacity(full / self.size);
+        let mut at = full;
+        while at > self.size {
+            at -= self.size;
+            let rest_keys = keys.split_off(at);
+            batches.push((split_rows(&mut columns, at), rest_keys));
+        }
+        batches.push((columns, keys));
+        for (columns, keys) in batches.into_iter().rev() {
+            out.push_back(Ok(Payload::Parsed(columns, keys, None)));
         }
     }
 
@@ -316,7 +333,7 @@ mod tests {
     }
 
     fn run(items: Vec<Item>, size: usize, drop: bool) -> Vec<Item> {
-        let mut refill = Refill::new(size, drop);
+        let mut refill = Refill::new(size, drop, false);
         let mut out = VecDeque::new();
         for item in items {
             refill.push(item, &mut out);

@@ -65,6 +65,7 @@ pub(super) fn plan(files: Vec<String>) -> Plan {
         deterministic: true,
         record_ops: Vec::new(),
         batch_size: 1,
+        unit_batches: 1,
         drop_remainder: false,
         batch_bytes: usize::MAX,
         refill: false,

@@ -157,8 +157,24 @@ pub(super) fn parse_unit(
     match process(plan, pool, &records, origins) {
         Ok(done) => vec![Ok(payload(done, keys_of(origins)))],
         Err(e) if plan.on_error == OnError::Stop => {
-            let origin = e.record_index.and_then(|i| origins.get(i as usize));
-            vec![Err(locate(e, files, origin))]
+            let size = plan.batch_size.max(1);
+            if records.len() <= size {
+                let origin = e.record_index.and_then(|i| origins.get(i as usize));
+                return vec![Err(locate(e, files, origin))];
+            }
+            // A unit of several batches: the batches before the one that fails go out.
+            let mut items = Vec::new();
+            for (part, part_origins) in records.chunks(size).zip(origins.chunks(size)) {
+                match process(plan, pool, part, part_origins) {
+                    Ok(done) => items.push(Ok(payload(done, keys_of(part_origins)))),
+                    Err(e) => {
+                        let origin = e.record_index.and_then(|i| part_origins.get(i as usize));
+                        items.push(Err(locate(e, files, origin)));
+                        break;
+                    }
+                }
+            }
+            items
         }
         Err(_) => {
             // Find every record that fails on its own; process the rest together.
@@ -394,6 +410,83 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (p, located) = one_unparsable(dir.path(), OnError::Stop);
         assert_eq!(parsed_ids(p), vec![located]);
+    }
+
+    #[test]
+    fn batches_handed_on_several_to_a_unit_come_out_as_if_each_went_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let records: Vec<Vec<u8>> = (0..10).map(example).collect();
+        let mut p = plan(vec![write_file(dir.path(), "a", &records)]);
+        p.schema = Some(id_schema());
+        p.batch_size = 3;
+        let alone = parsed_ids(p.clone());
+        assert_eq!(alone.len(), 4);
+        for (several, workers, drop) in [(2, 0, false), (4, 0, false), (4, 2, false), (4, 0, true)]
+        {
+            p.unit_batches = several;
+            p.parse_workers = workers;
+            p.drop_remainder = drop;
+            let want = if drop { &alone[..3] } else { &alone[..] };
+            assert_eq!(
+                parsed_ids(p.clone()),
+                want,
+                "{several} batches, {workers} workers"
+            );
+        }
+    }
+
+    #[test]
+    fn with_stop_the_batches_of_a_unit_before_the_one_that_fails_go_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut records: Vec<Vec<u8>> = (0..10).map(example).collect();
+        records[7] = encode_example(&[("other", Feature::Int64(vec![7]))]);
+        let a = write_file(dir.path(), "a", &records);
+        let mut p = plan(vec![a.clone()]);
+        p.schema = Some(id_schema());
+        p.batch_size = 3;
+        let want = vec![
+            Got::Ids(vec![0, 1, 2]),
+            Got::Ids(vec![3, 4, 5]),
+            Got::Error {
+                kind: ErrorKind::Schema,
+                path: Some(a),
+                offset: Some(offset_of(&records, 7)),
+                record_index: Some(7),
+            },
+        ];
+        for several in [1, 4] {
+            p.unit_batches = several;
+            assert_eq!(parsed_ids(p.clone()), want, "{several} batches to a unit");
+        }
+    }
+
+    #[test]
+    fn with_stop_damage_inside_a_unit_of_several_batches_comes_after_the_records_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let records: Vec<Vec<u8>> = (0..10).map(example).collect();
+        let a = write_file(dir.path(), "a", &records);
+        // Cut the file inside record 7.
+        let cut = offset_of(&records, 7) + 5;
+        let file = std::fs::OpenOptions::new().write(true).open(&a).unwrap();
+        file.set_len(cut).unwrap();
+        let mut p = plan(vec![a]);
+        p.schema = Some(id_schema());
+        p.batch_size = 3;
+        for drop in [false, true] {
+            p.drop_remainder = drop;
+            p.unit_batches = 1;
+            let alone = parsed_ids(p.clone());
+            assert_eq!(alone.len(), if drop { 3 } else { 4 });
+            assert!(matches!(
+                alone.last(),
+                Some(Got::Error {
+                    kind: ErrorKind::Truncated,
+                    ..
+                })
+            ));
+            p.unit_batches = 4;
+            assert_eq!(parsed_ids(p.clone()), alone, "drop_remainder={drop}");
+        }
     }
 
     /// A `width` x 1 RGB PNG whose pixel `x` is `(x, value, 0)`.
