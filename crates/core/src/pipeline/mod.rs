@@ -310,7 +310,7 @@ fn produce(
                 let n = origins.len();
                 if n == unit
                     || batch.bytes() >= plan.batch_bytes
-                    || several && n % size == 0 && batch.bytes() >= compile::UNIT_BYTES
+                    || several && n % size == 0 && batch.bytes() >= compile::SEVERAL_BYTES
                 {
                     // The next batch starts with room for as many bytes in `data` as
                     // this one had.

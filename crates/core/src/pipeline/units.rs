@@ -433,6 +433,17 @@ mod tests {
                 "{several} batches, {workers} workers"
             );
         }
+        // Large records, read into buffers of their own, in units ended by their bytes.
+        let big = |id: i64| {
+            let pad = Feature::Bytes(vec![vec![b'x'; 100 << 10]]);
+            encode_example(&[("id", Feature::Int64(vec![id])), ("pad", pad)])
+        };
+        let records: Vec<Vec<u8>> = (0..10).map(big).collect();
+        let mut p = plan(vec![write_file(dir.path(), "big", &records)]);
+        p.schema = Some(id_schema());
+        p.batch_size = 3;
+        p.unit_batches = 4;
+        assert_eq!(parsed_ids(p), alone);
     }
 
     #[test]
