@@ -12,7 +12,7 @@ The stages that order elements are the core's own typed objects (``_core.Shuffle
 from __future__ import annotations
 
 import atexit
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,23 +171,14 @@ def _native(
     lists of them, one per unit, when ``chunks``. The engine starts now, so that it reads
     ahead before the first element is asked for."""
     pipe = plan.start(source, epoch & ((1 << 64) - 1))
-    units = _units_of(pipe, source, plan, tagged)
-    return units if chunks else _flat(units)
-
-
-def _flat(units: Generator[list[Any], None, None]) -> Iterator[Any]:
-    """The elements of ``units``; closing this closes ``units`` (and stops the engine)."""
-    try:
-        for unit in units:
-            yield from unit
-    finally:
-        units.close()
+    return _units_of(pipe, source, plan, tagged, chunks)
 
 
 def _units_of(
-    pipe: _core.Pipeline, source: Source, plan: _core.Plan, tagged: bool
+    pipe: _core.Pipeline, source: Source, plan: _core.Plan, tagged: bool, chunks: bool
 ) -> Iterator[Any]:
-    """Each unit of the engine's output as a list of elements."""
+    """The engine's output: each unit as a list of elements when ``chunks``, else each
+    element. Closing this stops the engine."""
     batched = plan.batch is not None
     schema, sequence = plan.schema, plan.sequence
     try:
@@ -200,11 +191,19 @@ def _units_of(
             else:
                 element = schema.outputs(payload)
             if batched:
-                yield [(keys, element) if tagged else element]
+                element = (keys, element) if tagged else element
+                if chunks:
+                    yield [element]
+                else:
+                    yield element
                 continue
             if schema is not None:
                 element = _core.rows(element, len(keys))
-            yield list(zip(keys.tolist(), element, strict=True)) if tagged else element
+            elements = list(zip(keys.tolist(), element, strict=True)) if tagged else element
+            if chunks:
+                yield elements
+            else:
+                yield from elements
     finally:
         pipe.close()
 
