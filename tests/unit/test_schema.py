@@ -202,6 +202,10 @@ def test_ragged_bytes_and_empty():
     rows = tfr.Ragged(np.array([], dtype=np.float32), np.array([0, 0, 0]))
     assert rows.to_dense().shape == (2, 0)
     assert rows.row_lengths().tolist() == [0, 0]
+    # Row splits given as a list, and int32 splits, keep their lengths' values and dtype.
+    assert tfr.Ragged(np.arange(3), [0, 1, 3]).row_lengths().tolist() == [1, 2]
+    narrow = tfr.Ragged(np.arange(3), np.array([0, 3], dtype=np.int32)).row_lengths()
+    assert narrow.dtype == np.int32 and narrow.tolist() == [3]
 
 
 # ---------------------------------------------------------------- parsing

@@ -143,10 +143,13 @@ impl CompiledSchema {
                             Bound<'_, PyAny>,
                             Bound<'_, PyAny>,
                         ) = p.extract()?;
-                        let value = if splits.is_none() {
-                            values.call_method1("reshape", (shape,))?
-                        } else {
+                        let value = if !splits.is_none() {
                             ragged.call1((values, splits))?
+                        } else if shape.len()? == 1 {
+                            // A scalar feature's flat values are its batch already.
+                            values
+                        } else {
+                            values.call_method1("reshape", (shape,))?
                         };
                         (key, value)
                     }

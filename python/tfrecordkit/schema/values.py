@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -29,10 +30,13 @@ class Ragged:
 
     values: Any
     row_splits: np.ndarray
-    _lengths: np.ndarray = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_lengths", np.diff(self.row_splits))
+    @cached_property
+    def _lengths(self) -> np.ndarray:
+        # Worked out when first asked for: a pipeline makes a Ragged per batch and
+        # feature, and most are never asked their row lengths.
+        splits = np.asarray(self.row_splits)
+        return splits[1:] - splits[:-1]
 
     def __len__(self) -> int:
         return len(self.row_splits) - 1
