@@ -181,6 +181,7 @@ def _units_of(
     element. Closing this stops the engine."""
     batched = plan.batch is not None
     schema, sequence = plan.schema, plan.sequence
+    outputs = schema.compiled().outputs if schema is not None else None
     try:
         units = policed(pipe.next, source.on_error, catch=TFRecordError, what="bad record")
         for keys, payload in units:
@@ -189,7 +190,7 @@ def _units_of(
             elif schema is None:
                 element = _stages.object_array(payload) if batched else payload
             else:
-                element = schema.outputs(payload)
+                element = outputs(payload)
             if batched:
                 element = (keys, element) if tagged else element
                 if chunks:

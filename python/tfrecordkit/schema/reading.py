@@ -64,7 +64,7 @@ def read_examples(
     batches = _batches(
         lambda: reader.read_parsed(compiled, batch_size, max_bytes=batch_bytes), o, reader
     )
-    return (_located(reader, schema.outputs, parsed) for parsed in batches)
+    return (_located(reader, compiled.outputs, parsed) for parsed in batches)
 
 
 #: Schema inference reads at most this many bytes of records (large ones: images, audio).
