@@ -310,7 +310,7 @@ fn produce(
                 let n = origins.len();
                 if n == unit
                     || batch.bytes() >= plan.batch_bytes
-                    || several && n % size == 0 && batch.bytes() >= compile::SEVERAL_BYTES
+                    || several && batch.bytes() >= compile::SEVERAL_BYTES && n % size == 0
                 {
                     // The next batch starts with room for as many bytes in `data` as
                     // this one had.
