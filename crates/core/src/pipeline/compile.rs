@@ -509,10 +509,6 @@ impl Compiled {
             None if sequences || own_shape => 1,
             None => UNIT,
         };
-        // The consuming thread parses too; extra workers pay off past two cores. Image
-        // decoding is heavy enough for a worker per core, leaving the consumer free, and
-        // SequenceExamples get two even on two cores: their parse, not the consumer's
-        // layout of their feature lists, is what a pipeline of them waits on.
         // Batches cut apart again after parsing: ones that `refill` may join and cut
         // anyway, and no images, whose decoding is spread over workers a unit at a time.
         let refill = batched && !sequences && lists.is_none() && self.batch_bytes.is_none();
@@ -521,6 +517,10 @@ impl Compiled {
         } else {
             1
         };
+        // The consuming thread parses too; extra workers pay off past two cores. Image
+        // decoding is heavy enough for a worker per core, leaving the consumer free, and
+        // SequenceExamples get two even on two cores: their parse, not the consumer's
+        // layout of their feature lists, is what a pipeline of them waits on.
         let cpus = run.cpus.max(1);
         let least = if lists.is_some() { cpus.min(2) } else { 0 };
         let parse_workers = if self.images.is_empty() {

@@ -217,12 +217,12 @@ impl Pipeline {
     }
 }
 
-/// Whether short parsed units are re-cut: records may be skipped after batches are cut.
 /// Whether the consumer cuts parsed units into batches: units of several batches, and
 /// units left short by records skipped under `OnError::Continue`.
 fn refills(plan: &Plan) -> bool {
     plan.schema.is_some()
-        && (plan.unit_batches > 1 || plan.refill && plan.on_error == OnError::Continue)
+        && plan.refill
+        && (plan.unit_batches > 1 || plan.on_error == OnError::Continue)
 }
 
 impl Pipeline {

@@ -38,7 +38,8 @@ pub struct Plan {
     /// Records per output unit.
     pub batch_size: usize,
     /// Batches the pipeline thread hands on together, parsed together and cut apart by
-    /// the consumer (see [`super::compile::UNIT_RECORDS`]); 1 hands on each batch alone.
+    /// the consumer (see [`super::compile::UNIT_RECORDS`]), when `refill` allows cutting
+    /// parsed units; 1 hands on each batch alone.
     pub unit_batches: usize,
     /// Drop a last unit shorter than `batch_size`.
     pub drop_remainder: bool,

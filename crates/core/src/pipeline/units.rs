@@ -154,57 +154,72 @@ pub(super) fn parse_unit(
         return vec![Ok(Payload::Records(batch, keys_of(origins)))];
     }
     let records: Vec<&[u8]> = batch.iter().collect();
-    match process(plan, pool, &records, origins) {
-        Ok(done) => vec![Ok(payload(done, keys_of(origins)))],
-        Err(e) if plan.on_error == OnError::Stop => {
-            let size = plan.batch_size.max(1);
-            if records.len() <= size {
-                let origin = e.record_index.and_then(|i| origins.get(i as usize));
-                return vec![Err(locate(e, files, origin))];
-            }
-            // A unit of several batches: the batches before the one that fails go out.
-            let mut items = Vec::new();
-            for (part, part_origins) in records.chunks(size).zip(origins.chunks(size)) {
-                match process(plan, pool, part, part_origins) {
-                    Ok(done) => items.push(Ok(payload(done, keys_of(part_origins)))),
-                    Err(e) => {
-                        let origin = e.record_index.and_then(|i| part_origins.get(i as usize));
-                        items.push(Err(locate(e, files, origin)));
-                        break;
-                    }
+    let e = match process(plan, pool, &records, origins) {
+        Ok(done) => return vec![Ok(payload(done, keys_of(origins)))],
+        Err(e) => e,
+    };
+    let size = plan.batch_size.max(1);
+    if records.len() <= size {
+        return parse_failed(plan, files, pool, &records, origins, e);
+    }
+    // A unit of several batches: each batch again on its own, so that its errors come
+    // out in their place among the batches (under `OnError::Stop`, after the batches
+    // before it, and the run ends there).
+    let mut items = Vec::new();
+    for (part, part_origins) in records.chunks(size).zip(origins.chunks(size)) {
+        match process(plan, pool, part, part_origins) {
+            Ok(done) => items.push(Ok(payload(done, keys_of(part_origins)))),
+            Err(e) => {
+                items.extend(parse_failed(plan, files, pool, part, part_origins, e));
+                if plan.on_error == OnError::Stop {
+                    break;
                 }
             }
-            items
-        }
-        Err(_) => {
-            // Find every record that fails on its own; process the rest together.
-            let mut items = Vec::new();
-            let mut good = Vec::with_capacity(records.len());
-            let mut good_origins = Vec::with_capacity(records.len());
-            for (record, origin) in records.iter().zip(origins) {
-                match process(plan, pool, &[record], std::slice::from_ref(origin)) {
-                    Ok(_) => {
-                        good.push(*record);
-                        good_origins.push(*origin);
-                    }
-                    Err(mut e) => {
-                        e.record_index = None;
-                        items.push(Err(locate(e, files, Some(origin))));
-                    }
-                }
-            }
-            if !good.is_empty() {
-                match process(plan, pool, &good, &good_origins) {
-                    Ok(done) => items.push(Ok(payload(done, keys_of(&good_origins)))),
-                    Err(e) => {
-                        let origin = e.record_index.and_then(|i| good_origins.get(i as usize));
-                        items.push(Err(locate(e, files, origin)))
-                    }
-                }
-            }
-            items
         }
     }
+    items
+}
+
+/// The items of a batch that failed with `e`: that error, located, under
+/// `OnError::Stop`; otherwise every record that fails on its own, and the rest parsed
+/// together.
+fn parse_failed(
+    plan: &Plan,
+    files: &Files,
+    pool: &PixelPool,
+    records: &[&[u8]],
+    origins: &[Origin],
+    e: Error,
+) -> Vec<Item> {
+    if plan.on_error == OnError::Stop {
+        let origin = e.record_index.and_then(|i| origins.get(i as usize));
+        return vec![Err(locate(e, files, origin))];
+    }
+    let mut items = Vec::new();
+    let mut good = Vec::with_capacity(records.len());
+    let mut good_origins = Vec::with_capacity(records.len());
+    for (record, origin) in records.iter().zip(origins) {
+        match process(plan, pool, &[record], std::slice::from_ref(origin)) {
+            Ok(_) => {
+                good.push(*record);
+                good_origins.push(*origin);
+            }
+            Err(mut e) => {
+                e.record_index = None;
+                items.push(Err(locate(e, files, Some(origin))));
+            }
+        }
+    }
+    if !good.is_empty() {
+        match process(plan, pool, &good, &good_origins) {
+            Ok(done) => items.push(Ok(payload(done, keys_of(&good_origins)))),
+            Err(e) => {
+                let origin = e.record_index.and_then(|i| good_origins.get(i as usize));
+                items.push(Err(locate(e, files, origin)))
+            }
+        }
+    }
+    items
 }
 
 #[cfg(test)]
@@ -281,13 +296,21 @@ mod tests {
         out
     }
 
+    /// A plan that parses the `id` of each of `records`, written to file `name`, in
+    /// batches of `batch` that may be re-cut, as `batch()` after `parse()` compiles.
+    fn id_plan(dir: &std::path::Path, name: &str, records: &[Vec<u8>], batch: usize) -> Plan {
+        let mut p = plan(vec![write_file(dir, name, records)]);
+        p.schema = Some(id_schema());
+        p.batch_size = batch;
+        p.refill = true;
+        p
+    }
+
     #[test]
     fn units_are_parsed_in_order_by_workers_or_by_the_consumer() {
         let dir = tempfile::tempdir().unwrap();
         let records: Vec<Vec<u8>> = (0..10).map(example).collect();
-        let mut p = plan(vec![write_file(dir.path(), "a", &records)]);
-        p.schema = Some(id_schema());
-        p.batch_size = 4;
+        let mut p = id_plan(dir.path(), "a", &records, 4);
         let expected = vec![
             Got::Ids(vec![0, 1, 2, 3]),
             Got::Ids(vec![4, 5, 6, 7]),
@@ -416,9 +439,7 @@ mod tests {
     fn batches_handed_on_several_to_a_unit_come_out_as_if_each_went_alone() {
         let dir = tempfile::tempdir().unwrap();
         let records: Vec<Vec<u8>> = (0..10).map(example).collect();
-        let mut p = plan(vec![write_file(dir.path(), "a", &records)]);
-        p.schema = Some(id_schema());
-        p.batch_size = 3;
+        let mut p = id_plan(dir.path(), "a", &records, 3);
         let alone = parsed_ids(p.clone());
         assert_eq!(alone.len(), 4);
         for (several, workers, drop) in [(2, 0, false), (4, 0, false), (4, 2, false), (4, 0, true)]
@@ -439,9 +460,7 @@ mod tests {
             encode_example(&[("id", Feature::Int64(vec![id])), ("pad", pad)])
         };
         let records: Vec<Vec<u8>> = (0..10).map(big).collect();
-        let mut p = plan(vec![write_file(dir.path(), "big", &records)]);
-        p.schema = Some(id_schema());
-        p.batch_size = 3;
+        let mut p = id_plan(dir.path(), "big", &records, 3);
         p.unit_batches = 4;
         assert_eq!(parsed_ids(p), alone);
     }
@@ -451,16 +470,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut records: Vec<Vec<u8>> = (0..10).map(example).collect();
         records[7] = encode_example(&[("other", Feature::Int64(vec![7]))]);
-        let a = write_file(dir.path(), "a", &records);
-        let mut p = plan(vec![a.clone()]);
-        p.schema = Some(id_schema());
-        p.batch_size = 3;
+        let mut p = id_plan(dir.path(), "a", &records, 3);
         let want = vec![
             Got::Ids(vec![0, 1, 2]),
             Got::Ids(vec![3, 4, 5]),
             Got::Error {
                 kind: ErrorKind::Schema,
-                path: Some(a),
+                path: Some(p.files[0].clone()),
                 offset: Some(offset_of(&records, 7)),
                 record_index: Some(7),
             },
@@ -472,17 +488,34 @@ mod tests {
     }
 
     #[test]
+    fn with_continue_errors_come_out_among_the_batches_of_a_unit_in_their_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut records: Vec<Vec<u8>> = (0..10).map(example).collect();
+        records[4] = encode_example(&[("other", Feature::Int64(vec![4]))]);
+        let mut p = id_plan(dir.path(), "a", &records, 3);
+        p.on_error = OnError::Continue;
+        for refill in [false, true] {
+            p.refill = refill;
+            p.unit_batches = 1;
+            let alone = parsed_ids(p.clone());
+            assert!(matches!(alone[1], Got::Error { .. }), "{alone:?}");
+            p.unit_batches = 4;
+            assert_eq!(parsed_ids(p.clone()), alone, "refill={refill}");
+        }
+    }
+
+    #[test]
     fn with_stop_damage_inside_a_unit_of_several_batches_comes_after_the_records_before_it() {
         let dir = tempfile::tempdir().unwrap();
         let records: Vec<Vec<u8>> = (0..10).map(example).collect();
-        let a = write_file(dir.path(), "a", &records);
+        let mut p = id_plan(dir.path(), "a", &records, 3);
         // Cut the file inside record 7.
         let cut = offset_of(&records, 7) + 5;
-        let file = std::fs::OpenOptions::new().write(true).open(&a).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p.files[0])
+            .unwrap();
         file.set_len(cut).unwrap();
-        let mut p = plan(vec![a]);
-        p.schema = Some(id_schema());
-        p.batch_size = 3;
         for drop in [false, true] {
             p.drop_remainder = drop;
             p.unit_batches = 1;
