@@ -263,7 +263,8 @@ fn produce(
         }
     };
     let size = plan.batch_size.max(1);
-    let several = refills(plan) && plan.unit_batches > 1;
+    let refilled = refills(plan);
+    let several = refilled && plan.unit_batches > 1;
     let unit = if several {
         size.saturating_mul(plan.unit_batches)
     } else {
@@ -271,7 +272,7 @@ fn produce(
     };
     // A last short unit may still fill a batch when records before it were skipped: the
     // remainder is dropped after re-cutting, not here.
-    let drop_remainder = plan.drop_remainder && !refills(plan);
+    let drop_remainder = plan.drop_remainder && !refilled;
     let emit = |batch: RecordBatch, origins: Vec<Origin>| -> bool {
         if plan.schema.is_none() {
             let keys = keys_of(&origins);

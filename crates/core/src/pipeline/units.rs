@@ -465,12 +465,17 @@ mod tests {
         assert_eq!(parsed_ids(p), alone);
     }
 
+    /// Ten Examples in batches of 3 (see [`id_plan`]), record `at` without an `id`.
+    fn ten_without_id_at(dir: &std::path::Path, at: usize) -> (Plan, Vec<Vec<u8>>) {
+        let mut records: Vec<Vec<u8>> = (0..10).map(example).collect();
+        records[at] = encode_example(&[("other", Feature::Int64(vec![at as i64]))]);
+        (id_plan(dir, "a", &records, 3), records)
+    }
+
     #[test]
     fn with_stop_the_batches_of_a_unit_before_the_one_that_fails_go_out() {
         let dir = tempfile::tempdir().unwrap();
-        let mut records: Vec<Vec<u8>> = (0..10).map(example).collect();
-        records[7] = encode_example(&[("other", Feature::Int64(vec![7]))]);
-        let mut p = id_plan(dir.path(), "a", &records, 3);
+        let (mut p, records) = ten_without_id_at(dir.path(), 7);
         let want = vec![
             Got::Ids(vec![0, 1, 2]),
             Got::Ids(vec![3, 4, 5]),
@@ -490,9 +495,7 @@ mod tests {
     #[test]
     fn with_continue_errors_come_out_among_the_batches_of_a_unit_in_their_place() {
         let dir = tempfile::tempdir().unwrap();
-        let mut records: Vec<Vec<u8>> = (0..10).map(example).collect();
-        records[4] = encode_example(&[("other", Feature::Int64(vec![4]))]);
-        let mut p = id_plan(dir.path(), "a", &records, 3);
+        let (mut p, _) = ten_without_id_at(dir.path(), 4);
         p.on_error = OnError::Continue;
         for refill in [false, true] {
             p.refill = refill;
