@@ -2,9 +2,10 @@
 //! that reading and checking the next batch overlaps whatever the consumer does with the
 //! last one (parsing it, say).
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread;
 
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 use crate::batch::RecordBatch;
 use crate::error::{Error, ErrorKind, Result};
@@ -12,8 +13,12 @@ use crate::multi::MultiFileReader;
 
 /// Batches read ahead of the consumer: at most one waiting and one being read, besides
 /// the one the consumer holds. Dropping it stops the thread after the read in progress.
-pub struct BatchesAhead {
-    batches: Receiver<Ahead>,
+///
+/// Given work (see [`BatchesAhead::with_work`]), the reading thread also does it on each
+/// batch it reads while the consumer is still busy, rather than wait idle for room:
+/// the work of a batch falls to whichever side would otherwise wait.
+pub struct BatchesAhead<W: Send + 'static = ()> {
+    batches: Receiver<Ahead<W>>,
     spent: Sender<RecordBatch>,
     paths: Vec<String>,
     delivered: Vec<u64>,
@@ -24,17 +29,23 @@ pub struct BatchesAhead {
     owner: u32,
     /// The reader, handed back at a large record (see [`BatchesAhead::until_large`]).
     handed_back: Option<Box<MultiFileReader>>,
+    /// The work the reading thread did on the last batch handed out, if it did.
+    done: Option<W>,
 }
 
 /// A batch as the reading thread left it, with what locates its records.
-struct Ahead {
+struct Ahead<W> {
     batch: RecordBatch,
     result: Result<()>,
     runs: Vec<(usize, u64, u64)>,
     opened: usize,
     /// The reader itself, once the batch ends before a large record.
     reader: Option<Box<MultiFileReader>>,
+    done: Option<W>,
 }
+
+/// What the reading thread may do on a batch while the consumer is busy.
+pub type Work<W> = Box<dyn FnMut(&RecordBatch) -> W + Send>;
 
 impl BatchesAhead {
     /// Reads `reader` in batches of up to `max_records` records and `max_bytes` bytes (as
@@ -62,15 +73,35 @@ impl BatchesAhead {
     ) -> Self {
         Self::start(reader, max_records, max_bytes, over)
     }
+}
 
-    fn start(
+impl<W: Send + 'static> BatchesAhead<W> {
+    /// As [`BatchesAhead::until_over`], and `work` (if any) is done on the reading thread
+    /// on each batch read while the one before it still waits for the consumer (see
+    /// [`BatchesAhead::take_done`]). The batch before a large record, an error and the
+    /// end come without it; a panic in `work` leaves it undone.
+    pub fn with_work(
+        reader: MultiFileReader,
+        (max_records, max_bytes): (usize, usize),
+        over: usize,
+        work: Option<Work<W>>,
+    ) -> Self {
+        Self::spawn(reader, max_records, max_bytes, over, work)
+    }
+
+    fn start(reader: MultiFileReader, max_records: usize, max_bytes: usize, over: usize) -> Self {
+        Self::spawn(reader, max_records, max_bytes, over, None)
+    }
+
+    fn spawn(
         mut reader: MultiFileReader,
         max_records: usize,
         max_bytes: usize,
         over: usize,
+        mut work: Option<Work<W>>,
     ) -> Self {
         let paths = reader.paths().to_vec();
-        let (tx, batches) = bounded::<Ahead>(1);
+        let (tx, batches) = bounded::<Ahead<W>>(1);
         let (spent, reuse) = bounded::<RecordBatch>(2);
         let spawned = thread::Builder::new()
             .name("tfrecordkit-batches".into())
@@ -89,6 +120,7 @@ impl BatchesAhead {
                         runs,
                         opened: reader.opened(),
                         reader: Some(Box::new(reader)),
+                        done: None,
                     });
                     return;
                 }
@@ -106,8 +138,23 @@ impl BatchesAhead {
                     runs,
                     opened: reader.opened(),
                     reader: None,
+                    done: None,
                 };
-                if tx.send(ahead).is_err() || end || broken {
+                let sent = match tx.try_send(ahead) {
+                    Ok(()) => Ok(()),
+                    Err(TrySendError::Disconnected(_)) => return,
+                    // The consumer is still busy: the batch is worked on here meanwhile.
+                    Err(TrySendError::Full(mut ahead)) => {
+                        if let (Some(work), Ok(())) = (work.as_mut(), &ahead.result) {
+                            if !ahead.batch.is_empty() {
+                                let batch = &ahead.batch;
+                                ahead.done = catch_unwind(AssertUnwindSafe(|| work(batch))).ok();
+                            }
+                        }
+                        tx.send(ahead)
+                    }
+                };
+                if sent.is_err() || end || broken {
                     return;
                 }
             });
@@ -121,6 +168,7 @@ impl BatchesAhead {
                     runs: Vec::new(),
                     opened: 0,
                     reader: None,
+                    done: None,
                 });
                 rx
             }
@@ -135,7 +183,13 @@ impl BatchesAhead {
             ended: false,
             owner: std::process::id(),
             handed_back: None,
+            done: None,
         }
+    }
+
+    /// The work done on the reading thread on the last batch handed out, if it was.
+    pub fn take_done(&mut self) -> Option<W> {
+        self.done.take()
     }
 
     /// The reader, once a batch ended before a large record (see
@@ -161,6 +215,7 @@ impl BatchesAhead {
             ));
         }
         self.runs.clear();
+        self.done = None;
         // The last batch's memory goes back to the reading thread, its pages still mapped.
         let spent = std::mem::take(out);
         if spent.data.capacity() > 0 {
@@ -179,7 +234,9 @@ impl BatchesAhead {
             runs,
             opened,
             reader,
+            done,
         } = ahead;
+        self.done = done;
         if (result.is_ok() && batch.is_empty()) || reader.is_some() {
             self.ended = true;
         }

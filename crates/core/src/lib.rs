@@ -30,7 +30,7 @@ pub mod tensor;
 pub mod wire;
 pub mod writer;
 
-pub use ahead::BatchesAhead;
+pub use ahead::{BatchesAhead, Work};
 pub use assemble::{Assembled, Assembly, PartitionSource, SparseValues};
 pub use batch::RecordBatch;
 pub use columns::{frame_table, ColumnRef, Rows, Values};

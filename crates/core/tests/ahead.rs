@@ -287,3 +287,47 @@ fn until_over_reads_large_records_ahead_up_to_its_bound_and_hands_back_at_a_larg
     let rest: Vec<Vec<u8>> = batch.iter().map(<[u8]>::to_vec).collect();
     assert_eq!(rest, recs[4..]);
 }
+
+#[test]
+fn work_is_done_ahead_while_the_consumer_is_busy_and_matches_its_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs = records(400, 3);
+    let a = write_file(dir.path(), "a", &recs);
+    let sum = |batch: &RecordBatch| -> u64 { batch.iter().flatten().map(|&b| u64::from(b)).sum() };
+    let work: tfrecordkit_core::Work<u64> = Box::new(move |batch| sum(batch));
+    let reader = MultiFileReader::new(vec![a.clone()], ReadOptions::default(), None);
+    let mut ahead = BatchesAhead::with_work(reader, (10, usize::MAX), usize::MAX, Some(work));
+    let (mut batch, mut read, mut done) = (RecordBatch::default(), Vec::new(), 0);
+    loop {
+        ahead.next_batch(&mut batch).unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        if let Some(total) = ahead.take_done() {
+            assert_eq!(total, sum(&batch), "the work of this very batch");
+            done += 1;
+        }
+        assert_eq!(ahead.take_done(), None, "taken once");
+        read.extend(batch.iter().map(<[u8]>::to_vec));
+        // A busy consumer: the reading thread has the time to work.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(read == recs, "every record, in order");
+    assert!(
+        done >= 30,
+        "most of the 40 batches worked on ahead, not {done}"
+    );
+
+    // Work that panics is left undone, and the batches still come.
+    let work: tfrecordkit_core::Work<u64> = Box::new(|_| panic!("no"));
+    let reader = MultiFileReader::new(vec![a], ReadOptions::default(), None);
+    let mut ahead = BatchesAhead::with_work(reader, (10, usize::MAX), usize::MAX, Some(work));
+    let got = drain(|batch| {
+        let read = ahead.next_batch(batch);
+        assert!(ahead.take_done().is_none());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        read
+    });
+    let got: Vec<Vec<u8>> = got.into_iter().flat_map(Result::unwrap).collect();
+    assert!(got == recs);
+}

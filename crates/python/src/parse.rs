@@ -1,5 +1,7 @@
 //! Schemas and batch parsing into NumPy.
 
+use std::sync::Arc;
+
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -32,7 +34,7 @@ pub(crate) fn default_column(dtype: DType, values: &Bound<'_, PyAny>) -> PyResul
 /// A schema compiled once for repeated batch parsing.
 #[pyclass(module = "tfrecordkit._core", frozen)]
 pub struct CompiledSchema {
-    pub schema: Schema,
+    pub schema: Arc<Schema>,
     /// How each feature is handed to Python, in the schema's order.
     outputs: Vec<Output>,
 }
@@ -89,7 +91,10 @@ impl CompiledSchema {
                     .iter()
                     .map(|(key, _)| Output::Plain(PyString::intern(py, key).unbind()))
                     .collect();
-                return Ok(CompiledSchema { schema, outputs });
+                return Ok(CompiledSchema {
+                    schema: Arc::new(schema),
+                    outputs,
+                });
             };
             let assembly = features
                 .iter()
@@ -110,7 +115,7 @@ impl CompiledSchema {
                 })
                 .collect::<PyResult<_>>()?;
             Ok(CompiledSchema {
-                schema: schema.with_assembly(assembly).py_err(py)?,
+                schema: Arc::new(schema.with_assembly(assembly).py_err(py)?),
                 outputs,
             })
         })

@@ -70,14 +70,13 @@ fn step_of(op: &Bound<'_, PyAny>) -> PyResult<Step> {
         }),
         "Parse" => {
             let compiled = op.getattr("schema")?.call_method0("compiled")?;
-            let compiled = compiled.cast::<CompiledSchema>()?.get().schema.clone();
-            Step::Parse(Arc::new(compiled))
+            Step::Parse(Arc::clone(&compiled.cast::<CompiledSchema>()?.get().schema))
         }
         "ParseSequence" => {
             let (context, lists): (Bound<'_, CompiledSchema>, Bound<'_, CompiledLists>) =
                 op.call_method0("native")?.extract()?;
             Step::ParseSequence {
-                context: Arc::new(context.get().schema.clone()),
+                context: Arc::clone(&context.get().schema),
                 lists: Arc::clone(&lists.get().schema),
                 batched: op.getattr("batched")?.extract()?,
             }

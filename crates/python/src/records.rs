@@ -7,14 +7,16 @@ use std::sync::Arc;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
+use tfrecordkit_core::assemble::Assembled;
 use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
 use tfrecordkit_core::encode_example_into;
+use tfrecordkit_core::feature_lists::{LaidList, ListSchema};
 use tfrecordkit_core::in_place::HOST_MAX;
 use tfrecordkit_core::LargeRecords;
 use tfrecordkit_core::{
     parse_each, BatchesAhead, Compression, ExampleParser, Finished, MultiFileReader, Parsed,
-    ReadOptions, RecordBatch, Span, WriteOptions,
+    ReadOptions, RecordBatch, Schema, Span, Work, WriteOptions,
 };
 
 use crate::convert::{bytes_like, row_features};
@@ -98,30 +100,68 @@ pub struct RecordReader {
 
 enum Reading {
     Now(Box<MultiFileReader>),
-    Ahead(BatchesAhead),
+    Ahead(Box<BatchesAhead<ParsedAhead>>),
     /// Only while one becomes the other.
     Moving,
 }
 
+/// The schemas a reader's batches are parsed with: Examples, or SequenceExamples with
+/// their feature lists.
+type Schemas = (Arc<Schema>, Option<Arc<ListSchema>>);
+
+/// A batch parsed with `Schemas`: its columns, its features laid out, and its feature
+/// lists.
+type ParsedBatch = (Vec<Parsed>, Vec<Assembled>, Option<Vec<LaidList>>);
+
+/// A batch parsed on the reading thread, with the schemas it was parsed with.
+struct ParsedAhead {
+    schemas: Schemas,
+    parsed: tfrecordkit_core::Result<ParsedBatch>,
+}
+
+fn parse_batch(
+    (schema, lists): (&Schema, Option<&ListSchema>),
+    records: &[&[u8]],
+) -> tfrecordkit_core::Result<ParsedBatch> {
+    let parsed = tfrecordkit_core::parse_examples(schema, records)?;
+    let refs: Vec<Option<&Parsed>> = parsed.iter().map(Some).collect();
+    let assembled = schema.assemble(&refs)?;
+    let lists = match lists {
+        Some(lists) => Some(lists.parse(records, false)?),
+        None => None,
+    };
+    Ok((parsed, assembled, lists))
+}
+
 /// The read-ahead of `inner`, started on its first batch: it hands the reader back at
 /// the first record of more than `over` bytes (at the first large record with 0, never
-/// with `usize::MAX`); every batch is then of the same shape.
+/// with `usize::MAX`); every batch is then of the same shape. With `schemas`, the
+/// reading thread parses the batches it reads while the caller is busy with the last.
 fn read_ahead(
     inner: &mut Reading,
     max_records: usize,
     max_bytes: usize,
     over: usize,
-) -> PyResult<&mut BatchesAhead> {
+    schemas: Option<Schemas>,
+) -> PyResult<&mut BatchesAhead<ParsedAhead>> {
     if let Reading::Now(_) = inner {
         let Reading::Now(reader) = std::mem::replace(inner, Reading::Moving) else {
             unreachable!()
         };
-        *inner = Reading::Ahead(BatchesAhead::until_over(
-            *reader,
-            max_records,
-            max_bytes,
-            over,
-        ));
+        let shape = (max_records, max_bytes);
+        let work = schemas.map(|schemas| -> Work<ParsedAhead> {
+            Box::new(move |batch| {
+                let records: Vec<&[u8]> = batch.iter().collect();
+                let parsed = parse_batch((&schemas.0, schemas.1.as_deref()), &records);
+                ParsedAhead {
+                    schemas: schemas.clone(),
+                    parsed,
+                }
+            })
+        });
+        *inner = Reading::Ahead(Box::new(BatchesAhead::with_work(
+            *reader, shape, over, work,
+        )));
     }
     let Reading::Ahead(ahead) = inner else {
         unreachable!("a reader that reads ahead")
@@ -137,7 +177,14 @@ fn read_ahead(
 impl RecordReader {
     /// Reads the next batch into `self.batch`: ahead of the caller once `ahead` asks for
     /// it, every batch then of the same shape.
-    fn next_batch(&mut self, py: Python<'_>, max_records: usize, max_bytes: usize) -> PyResult<()> {
+    /// With `schemas`, a reader that reads ahead parses there too (see `read_ahead`).
+    fn next_batch(
+        &mut self,
+        py: Python<'_>,
+        max_records: usize,
+        max_bytes: usize,
+        schemas: Option<Schemas>,
+    ) -> PyResult<()> {
         let RecordReader {
             inner,
             batch,
@@ -145,7 +192,7 @@ impl RecordReader {
             ..
         } = self;
         if *ahead {
-            let ahead = read_ahead(inner, max_records, max_bytes, usize::MAX)?;
+            let ahead = read_ahead(inner, max_records, max_bytes, usize::MAX, schemas)?;
             return py.detach(|| ahead.next_batch(batch)).py_err(py);
         }
         let Reading::Now(reader) = inner else {
@@ -158,20 +205,20 @@ impl RecordReader {
 
     /// Reads the next batch ahead of the caller into `self.batch` (once the reader was
     /// handed back at a record of more than `over` bytes, nothing: `self.batch` is left
-    /// empty for the caller to read in place).
+    /// empty for the caller to read in place). With `schemas`, see `read_ahead`.
     fn next_batch_until_over(
         &mut self,
         py: Python<'_>,
-        max_records: usize,
-        max_bytes: usize,
+        (max_records, max_bytes): (usize, usize),
         over: usize,
+        schemas: Option<Schemas>,
     ) -> PyResult<()> {
         self.batch.clear();
         if self.handed_back && matches!(self.inner, Reading::Now(_)) {
             return Ok(());
         }
         let RecordReader { inner, batch, .. } = self;
-        let ahead = read_ahead(inner, max_records, max_bytes, over)?;
+        let ahead = read_ahead(inner, max_records, max_bytes, over, schemas)?;
         let read = py.detach(|| ahead.next_batch(batch));
         if let Some(reader) = ahead.take_reader() {
             self.inner = Reading::Now(reader);
@@ -324,7 +371,7 @@ impl RecordReader {
             if self.ahead && !one_by_one {
                 // Read ahead until a large record: from there on each is read here,
                 // straight into its bytes object.
-                self.next_batch_until_over(py, max_records, max_bytes, 0)?;
+                self.next_batch_until_over(py, (max_records, max_bytes), 0, None)?;
             }
             let RecordReader { inner, batch, .. } = self;
             match inner {
@@ -379,6 +426,7 @@ impl RecordReader {
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         crate::errors::guard("RecordReader.read_parsed", || {
             let wanted = feature_lists.as_ref().map(|l| Arc::clone(&l.schema));
+            let schemas = (Arc::clone(&schema.schema), wanted.clone());
             let (max_records, max_bytes) = (max_records.max(1), max_bytes.max(1));
             if self.ahead && wanted.is_none() {
                 // Examples are read ahead until a large record; from there on each is
@@ -389,33 +437,42 @@ impl RecordReader {
                 // x1.5), and only larger ones, for which memory is what limits either
                 // way, are read in place.
                 let over = if raw_bytes { 0 } else { HOST_MAX };
-                self.next_batch_until_over(py, max_records, max_bytes, over)?;
+                let shape = (max_records, max_bytes);
+                self.next_batch_until_over(py, shape, over, Some(schemas.clone()))?;
                 if self.handed_back {
                     return self.parse_in_place(py, schema, max_records, max_bytes, raw_bytes);
                 }
             } else {
-                self.next_batch(py, max_records, max_bytes)?;
+                self.next_batch(py, max_records, max_bytes, Some(schemas.clone()))?;
             }
-            let batch = &self.batch;
-            if batch.is_empty() {
+            if self.batch.is_empty() {
                 return Ok(None);
             }
-            let records: Vec<&[u8]> = batch.iter().collect();
+            // Parsed on the reading thread if it had the time, with these very schemas.
+            let ahead = match &mut self.inner {
+                Reading::Ahead(ahead) => ahead.take_done(),
+                _ => None,
+            };
+            let ahead = ahead.filter(|a| {
+                let same_lists = match (&a.schemas.1, &schemas.1) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (a, b) => a.is_none() && b.is_none(),
+                };
+                Arc::ptr_eq(&a.schemas.0, &schemas.0) && same_lists
+            });
             // An error in a record of the batch (parsing it, or laying out its sparse and
             // ragged features) is named by the record's file and index there.
-            let (parsed, assembled, lists) = py
-                .detach(|| {
-                    let parsed = tfrecordkit_core::parse_examples(&schema.schema, &records)?;
-                    let refs: Vec<Option<&Parsed>> = parsed.iter().map(Some).collect();
-                    let assembled = schema.schema.assemble(&refs)?;
-                    let lists = match &wanted {
-                        Some(wanted) => Some(wanted.parse(&records, false)?),
-                        None => None,
-                    };
-                    Ok((parsed, assembled, lists))
-                })
-                .map_err(|e| self.located(e))
-                .py_err(py)?;
+            let parsed = match ahead {
+                Some(ahead) => ahead.parsed,
+                None => {
+                    let batch = &self.batch;
+                    py.detach(|| {
+                        let records: Vec<&[u8]> = batch.iter().collect();
+                        parse_batch((&schemas.0, schemas.1.as_deref()), &records)
+                    })
+                }
+            };
+            let (parsed, assembled, lists) = parsed.map_err(|e| self.located(e)).py_err(py)?;
             let context = PyList::new(py, columns_to_py(py, assembled, parsed, raw_bytes)?)?;
             let Some(lists) = lists else {
                 return Ok(Some(context.into_any()));

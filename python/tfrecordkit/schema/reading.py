@@ -39,9 +39,10 @@ def read_examples(
     """Reads and parses Examples in batches: each item is what :func:`parse_examples`
     returns for up to ``batch_size`` records, or fewer once they hold ``batch_bytes``
     (4 MiB by default), or before a record over 1 MiB (with bytes features in the
-    schema). Reading, checksums and parsing all run in native code without the GIL,
-    and the next batch is read and checked on a thread of its own while the last one
-    is parsed and used.
+    schema). Reading, checksums and parsing all run in native code without the GIL.
+    The next batch is read and checked on a thread of its own while the last one is
+    used, and parsed there too while the caller is still busy with the one before:
+    parsing falls to whichever thread would otherwise wait.
 
     >>> schema = {"label": FixedLen([], "int64")}
     >>> for batch in read_examples("train-*.tfrecord", schema, 256):  # doctest: +SKIP
