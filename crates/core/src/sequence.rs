@@ -176,7 +176,7 @@ fn read_record(
 
 /// The steps (`Feature`s) of one `FeatureList`.
 fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<()> {
-    let mut at = packed_steps(list, &mut col.values, &mut col.step_values);
+    let mut at = packed_steps(list, 0, &mut col.values, &mut col.step_values);
     while at < list.len() {
         // Fast path: `0a n feature` with a one-byte length, as short steps are written.
         if list[at] == 0x0a && list.get(at + 1).is_some_and(|&n| n < 0x80) {
@@ -184,7 +184,7 @@ fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<
             if let Some(feature) = list.get(at + 2..end) {
                 read_feature_into(feature, dtype, &mut col.values)?;
                 col.step_values.push(col.values.len() as i64);
-                at = end;
+                at = packed_steps(list, end, &mut col.values, &mut col.step_values);
                 continue;
             }
         }
@@ -196,38 +196,52 @@ fn read_steps(list: &[u8], dtype: DType, col: &mut FeatureListColumn) -> Result<
             read_feature_into(steps.bytes()?, dtype, &mut col.values)?;
             col.step_values.push(col.values.len() as i64);
         }
-        at += steps.pos();
+        at = packed_steps(
+            list,
+            at + steps.pos(),
+            &mut col.values,
+            &mut col.step_values,
+        );
     }
     Ok(())
 }
 
-/// Reads the leading steps of `list` that are written as writers write them (one-byte
-/// lengths, the values of the column's kind, packed) straight into `values`, and returns
-/// where the first other step begins, for the general reader to go on from. A clip's
-/// steps are short and many: each otherwise costs a call that decodes the `Feature`
-/// generically.
+/// Reads the steps of `list` from `at` on that are written as writers write them (one-byte
+/// lengths, the values of the column's kind, packed, or none) straight into `values`, and
+/// returns where the first other step begins, for the general reader to go on from. A
+/// clip's steps are short and many: each otherwise costs a call that decodes the
+/// `Feature` generically.
 #[inline]
-fn packed_steps(list: &[u8], values: &mut Column, step_values: &mut Vec<i64>) -> usize {
-    // `0a n` (a step), `12 m` or `1a m` (float or int64 list), `0a k` (packed values).
-    let step = |at: usize, kind: u8| -> Option<&[u8]> {
+fn packed_steps(
+    list: &[u8],
+    mut at: usize,
+    values: &mut Column,
+    step_values: &mut Vec<i64>,
+) -> usize {
+    // `0a n` (a step), `12 m` or `1a m` (float or int64 list), `0a k` (packed values): the
+    // values, and where the next step begins. An empty list is `0a 02 12 00` or `0a 02 1a 00`.
+    let step = |at: usize, kind: u8| -> Option<(&[u8], usize)> {
+        let head = list.get(at..at + 4)?;
+        if head == [0x0a, 0x02, kind, 0x00] {
+            return Some((&[], at + 4));
+        }
         let head = list.get(at..at + 6)?;
         let (n, m, k) = (head[1] as usize, head[3] as usize, head[5] as usize);
         let simple = head[0] == 0x0a && head[2] == kind && head[4] == 0x0a;
         (simple && n < 0x80 && n == m + 2 && m == k + 2)
-            .then(|| list.get(at + 6..at + 6 + k))
+            .then(|| list.get(at + 6..at + 6 + k).map(|p| (p, at + 6 + k)))
             .flatten()
     };
-    let mut at = 0;
     match values {
         Column::Float32(v) => {
-            while let Some(payload) = step(at, 0x12).filter(|p| p.len() % 4 == 0) {
+            while let Some((payload, next)) = step(at, 0x12).filter(|p| p.0.len() % 4 == 0) {
                 wire::extend_f32_le(v, payload);
                 step_values.push(v.len() as i64);
-                at += 6 + payload.len();
+                at = next;
             }
         }
         Column::Int64(v) => {
-            while let Some(payload) = step(at, 0x1a) {
+            while let Some((payload, next)) = step(at, 0x1a) {
                 let before = v.len();
                 let mut p = WireReader::new(payload);
                 let mut whole = true;
@@ -243,7 +257,7 @@ fn packed_steps(list: &[u8], values: &mut Column, step_values: &mut Vec<i64>) ->
                     break;
                 }
                 step_values.push(v.len() as i64);
-                at += 6 + payload.len();
+                at = next;
             }
         }
         Column::Bytes { .. } => {}
@@ -454,6 +468,7 @@ mod tests {
         unknown.extend([0x38, 0x01]);
         let long: Vec<f32> = (0..40).map(|i| i as f32).collect();
         let steps = [
+            vec![0x12, 0x00],
             floats(&[1.0, 2.0]),
             floats(&long),
             floats(&[3.0]),
@@ -461,28 +476,37 @@ mod tests {
             floats(&[]),
             unknown,
             floats(&[7.0]),
+            vec![0x12, 0x00],
+            floats(&[8.0]),
         ];
         let wanted = [("x".to_owned(), DType::Float32)];
         let cols = parse_feature_lists(&wanted, &[raw_list(&steps)]).unwrap();
         let mut want = vec![1.0, 2.0];
         want.extend(&long);
-        want.extend([3.0, 4.0, 5.0, 6.0, 7.0]);
+        want.extend([3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
         assert_eq!(cols[0].values, Column::Float32(want));
-        assert_eq!(cols[0].step_values, vec![0, 2, 42, 43, 45, 45, 46, 47]);
-        assert_eq!(cols[0].steps, vec![0, 7]);
+        assert_eq!(
+            cols[0].step_values,
+            vec![0, 0, 2, 42, 43, 45, 45, 46, 47, 47, 48]
+        );
+        assert_eq!(cols[0].steps, vec![0, 10]);
 
         let ints = record(&[(
             "x",
             vec![
+                Feature::Int64(vec![]),
                 Feature::Int64(vec![1, 300, -5]),
                 Feature::Int64(vec![]),
                 Feature::Int64(vec![i64::MAX]),
+                Feature::Empty,
+                Feature::Int64(vec![]),
+                Feature::Int64(vec![2]),
             ],
         )]);
         let wanted = [("x".to_owned(), DType::Int64)];
         let cols = parse_feature_lists(&wanted, &[ints]).unwrap();
-        assert_eq!(cols[0].values, Column::Int64(vec![1, 300, -5, i64::MAX]));
-        assert_eq!(cols[0].step_values, vec![0, 3, 3, 4]);
+        assert_eq!(cols[0].values, Column::Int64(vec![1, 300, -5, i64::MAX, 2]));
+        assert_eq!(cols[0].step_values, vec![0, 0, 3, 3, 4, 4, 4, 5]);
     }
 
     #[test]
@@ -493,6 +517,12 @@ mod tests {
         let err = parse_feature_lists(&wanted, &[mixed]).unwrap_err();
         assert!(err.message.contains("data types don't match"), "{err}");
         assert_eq!(err.key.as_deref(), Some("x"));
+
+        // An empty float list among int64 steps.
+        let wanted = [("x".to_owned(), DType::Int64)];
+        let empty = raw_list(&[vec![0x1a, 0x00], vec![0x12, 0x00], vec![0x1a, 0x00]]);
+        let err = parse_feature_lists(&wanted, &[empty]).unwrap_err();
+        assert!(err.message.contains("data types don't match"), "{err}");
 
         // A packed int64 step whose last varint never ends.
         let wanted = [("x".to_owned(), DType::Int64)];

@@ -224,9 +224,20 @@ pub fn extend_f32_le(out: &mut Vec<f32>, bytes: &[u8]) {
         let spare = out.spare_capacity_mut();
         // SAFETY: `spare` has room for `n` floats, every bit pattern is a valid f32, and
         // on a little-endian target a float's bytes in memory are its little-endian
-        // bytes; `set_len` covers exactly the `n` floats written.
+        // bytes; `set_len` covers exactly the `n` floats written. The 16-byte moves read
+        // and write within the first and the last 16 of the `len` bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), spare.as_mut_ptr().cast::<u8>(), n * 4);
+            let (src, dst, len) = (bytes.as_ptr(), spare.as_mut_ptr().cast::<u8>(), n * 4);
+            if (16..=32).contains(&len) {
+                // A short list (a step of a clip, say) as two overlapping 16-byte moves,
+                // not a call into `memcpy`.
+                let head = src.cast::<[u8; 16]>().read_unaligned();
+                let tail = src.add(len - 16).cast::<[u8; 16]>().read_unaligned();
+                dst.cast::<[u8; 16]>().write_unaligned(head);
+                dst.add(len - 16).cast::<[u8; 16]>().write_unaligned(tail);
+            } else {
+                std::ptr::copy_nonoverlapping(src, dst, len);
+            }
             out.set_len(out.len() + n);
         }
     } else {
@@ -241,6 +252,18 @@ pub fn extend_f32_le(out: &mut Vec<f32>, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_of_every_short_length_are_appended_as_they_are() {
+        for n in 0..=12 {
+            let want: Vec<f32> = (0..n).map(|i| i as f32 + 0.25).collect();
+            let bytes: Vec<u8> = want.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut out = vec![-1.0f32];
+            extend_f32_le(&mut out, &bytes);
+            assert_eq!(out[0], -1.0);
+            assert_eq!(out[1..], want[..], "{n} floats");
+        }
+    }
 
     #[test]
     fn varints_round_trip() {
