@@ -130,12 +130,7 @@ pub fn read_int64_list(buf: &[u8], out: &mut Vec<i64>) -> Result<()> {
     while !r.is_empty() {
         let (field, wt) = r.tag()?;
         match (field, wt) {
-            (1, wire::LEN) => {
-                let mut p = WireReader::new(r.bytes()?);
-                while !p.is_empty() {
-                    out.push(p.varint()? as i64);
-                }
-            }
+            (1, wire::LEN) => wire::extend_varints(out, r.bytes()?)?,
             (1, wire::VARINT) => out.push(r.varint()? as i64),
             (1, _) => {
                 return Err(Error::decode(format!(

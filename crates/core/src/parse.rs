@@ -325,10 +325,7 @@ pub(crate) fn read_feature_into(
             }
             Column::Int64(v) => {
                 let before = v.len();
-                let mut p = WireReader::new(payload);
-                while !p.is_empty() {
-                    v.push(p.varint()? as i64);
-                }
+                wire::extend_varints(v, payload)?;
                 return Ok((Some(want), v.len() - before));
             }
             _ => {}

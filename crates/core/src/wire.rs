@@ -55,17 +55,8 @@ impl<'a> WireReader<'a> {
             let ends = !word & 0x8080_8080_8080_8080;
             if ends != 0 {
                 let len = (ends.trailing_zeros() / 8 + 1) as usize;
-                let mask = if len == 8 {
-                    u64::MAX
-                } else {
-                    (1u64 << (8 * len)) - 1
-                };
-                let mut x = word & mask & 0x7f7f_7f7f_7f7f_7f7f;
-                x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-                x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-                x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
                 self.pos = pos + len;
-                return Ok(x);
+                return Ok(varint_of_word(word, len));
             }
         }
         self.varint_slow()
@@ -215,6 +206,94 @@ pub fn len_field_size(len: usize) -> usize {
     1 + varint_len(len as u64) + len
 }
 
+/// The value of the varint of `len` (1 to 8) bytes at the bottom of `word`: its 7-bit
+/// groups packed together in three steps.
+#[inline(always)]
+fn varint_of_word(word: u64, len: usize) -> u64 {
+    let mask = if len == 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * len)) - 1
+    };
+    let mut x = word & mask & 0x7f7f_7f7f_7f7f_7f7f;
+    x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+    x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
+}
+
+/// Appends the varints of `bytes` (a packed `Int64List`) to `out`, as int64s.
+///
+/// Eight bytes are loaded at a time and every varint that ends in them is decoded from
+/// that one word: where the next varint begins comes from the word's mask of last bytes,
+/// not from decoding the one before, so that the varints of a list decode side by side
+/// rather than one after another. Varints of more than 8 bytes are read one by one. A
+/// malformed list leaves `out` as it was.
+#[inline(always)]
+pub fn extend_varints(out: &mut Vec<i64>, bytes: &[u8]) -> Result<()> {
+    if bytes.len() >= 8 {
+        return extend_many_varints(out, bytes);
+    }
+    // A value or two (a label, say): as they come.
+    let (before, mut r) = (out.len(), WireReader::new(bytes));
+    while !r.is_empty() {
+        match r.varint() {
+            Ok(x) => out.push(x as i64),
+            Err(e) => {
+                out.truncate(before);
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn extend_many_varints(out: &mut Vec<i64>, bytes: &[u8]) -> Result<()> {
+    // No more varints than bytes: room for them all, taken once.
+    out.reserve(bytes.len());
+    let at = out.len();
+    let n = varints_into(&mut out.spare_capacity_mut()[..bytes.len()], bytes)?;
+    // SAFETY: `varints_into` wrote the first `n` of the spare values.
+    unsafe { out.set_len(at + n) };
+    Ok(())
+}
+
+/// Writes the varints of `bytes` (8 or more) to the start of `out` (room for one per
+/// byte); returns how many there were.
+#[inline]
+fn varints_into(out: &mut [std::mem::MaybeUninit<i64>], bytes: &[u8]) -> Result<usize> {
+    let (mut n, mut pos, len) = (0, 0, bytes.len());
+    let load = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    while pos < len {
+        // The next 8 bytes; at the end, the last 8 bytes shifted down to start at `pos`,
+        // zeros above them (which end no varint: they are masked out).
+        let (word, valid) = if pos + 8 <= len {
+            (load(pos), u64::MAX)
+        } else {
+            let rest = len - pos;
+            (load(len - 8) >> (8 * (8 - rest)), (1u64 << (8 * rest)) - 1)
+        };
+        let mut ends = !word & 0x8080_8080_8080_8080 & valid;
+        if ends == 0 {
+            // A varint of more than 8 bytes, or one cut short: read (or refused) alone.
+            let mut r = WireReader { buf: bytes, pos };
+            out[n].write(r.varint()? as i64);
+            n += 1;
+            pos = r.pos;
+            continue;
+        }
+        let mut start = 0;
+        while ends != 0 {
+            let end = (ends.trailing_zeros() / 8) as usize;
+            out[n].write(varint_of_word(word >> (8 * start), end + 1 - start) as i64);
+            n += 1;
+            start = end + 1;
+            ends &= ends - 1;
+        }
+        pos += start;
+    }
+    Ok(n)
+}
+
 /// Appends the little-endian `f32`s of `bytes` (a packed `FloatList`; a multiple of 4
 /// bytes) to `out`: one copy on little-endian targets, whose floats are their bytes.
 pub fn extend_f32_le(out: &mut Vec<f32>, bytes: &[u8]) {
@@ -252,6 +331,58 @@ pub fn extend_f32_le(out: &mut Vec<f32>, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The varints of `bytes` read one by one, as the general reader reads them.
+    fn one_by_one(bytes: &[u8]) -> Result<Vec<i64>> {
+        let mut r = WireReader::new(bytes);
+        let mut out = Vec::new();
+        while !r.is_empty() {
+            out.push(r.varint()? as i64);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn packed_varints_read_as_one_by_one_errors_included() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for case in 0..3000 {
+            // Values of every length from 1 to 10 bytes (negatives take 10).
+            let count = (next() % 40) as usize;
+            let mut bytes = Vec::new();
+            for _ in 0..count {
+                let bits = next() % 65;
+                let v = if bits == 64 {
+                    next()
+                } else {
+                    next() & ((1 << bits) - 1)
+                };
+                put_varint(&mut bytes, v);
+            }
+            match case % 4 {
+                // Cut short, or ending in a varint that never ends.
+                1 if !bytes.is_empty() => drop(bytes.pop()),
+                2 => bytes.extend([0xff; 11]),
+                3 => bytes.extend([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]),
+                _ => {}
+            }
+            let mut got = vec![7i64];
+            let read = extend_varints(&mut got, &bytes);
+            match one_by_one(&bytes) {
+                Ok(want) => {
+                    read.unwrap();
+                    assert_eq!(got[1..], want[..], "{bytes:02x?}");
+                }
+                Err(want) => assert_eq!(read.unwrap_err().message, want.message),
+            }
+            assert_eq!(got[0], 7);
+        }
+    }
 
     #[test]
     fn floats_of_every_short_length_are_appended_as_they_are() {
