@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 use crate::batch::RecordBatch;
 use crate::error::{Error, Result};
@@ -130,6 +130,7 @@ impl Pipeline {
         }
         let work_tx = (workers > 0).then_some(work_tx);
         let (producer_plan, producer_files) = (Arc::clone(&plan), Arc::clone(&files));
+        let producer_pool = Arc::clone(&pool);
         let stop = Arc::new(AtomicBool::new(false));
         let producer_stop = Arc::clone(&stop);
         let producer = spawn("tfr-pipeline", move || {
@@ -139,6 +140,7 @@ impl Pipeline {
                     &producer_files,
                     &out_tx,
                     work_tx.as_ref(),
+                    &producer_pool,
                     &producer_stop,
                 )
             });
@@ -247,12 +249,16 @@ impl Drop for Pipeline {
     }
 }
 
-/// The pipeline thread: runs the record stages and cuts units.
+/// The pipeline thread: runs the record stages and cuts units. Without parse workers, a
+/// unit is left for the consumer to parse, unless `prefetch` units already wait for it:
+/// then the consumer is the slower, and this thread parses the unit while it waits for
+/// room.
 fn produce(
     plan: &Arc<Plan>,
     files: &Arc<Files>,
     out: &Sender<Unit>,
     work: Option<&Sender<Work>>,
+    pool: &PixelPool,
     stop: &AtomicBool,
 ) {
     let mut stream = match build(plan, files, plan.record_ops.len(), plan.epoch) {
@@ -281,7 +287,14 @@ fn produce(
                 .is_ok();
         }
         let Some(work) = work else {
-            return out.send(Unit::Unparsed(batch, origins)).is_ok();
+            return match out.try_send(Unit::Unparsed(batch, origins)) {
+                Ok(()) => true,
+                Err(TrySendError::Full(Unit::Unparsed(batch, origins))) => {
+                    let items = parse_unit(plan, files, pool, batch, &origins);
+                    out.send(Unit::Ready(items)).is_ok()
+                }
+                Err(_) => false,
+            };
         };
         let (reply, rx) = bounded(1);
         out.send(Unit::Pending(rx)).is_ok()

@@ -271,9 +271,15 @@ mod tests {
 
     /// Every item of a run of `plan`, which parses one int64 feature per record.
     fn parsed_ids(plan: Plan) -> Vec<Got> {
+        parsed_ids_taking(plan, std::time::Duration::ZERO)
+    }
+
+    /// As [`parsed_ids`], by a consumer that takes `pause` over each item.
+    fn parsed_ids_taking(plan: Plan, pause: std::time::Duration) -> Vec<Got> {
         let mut pipeline = Pipeline::start(plan, None).unwrap();
         let mut out = Vec::new();
         while let Some(item) = pipeline.next_item() {
+            std::thread::sleep(pause);
             out.push(match item {
                 Ok(Payload::Parsed(columns, keys, _)) => {
                     let n = keys.len();
@@ -504,6 +510,30 @@ mod tests {
             assert!(matches!(alone[1], Got::Error { .. }), "{alone:?}");
             p.unit_batches = 4;
             assert_eq!(parsed_ids(p.clone()), alone, "refill={refill}");
+        }
+    }
+
+    #[test]
+    fn units_parsed_by_the_pipeline_thread_while_the_consumer_is_busy_come_out_alike() {
+        // A consumer that takes its time leaves `prefetch` units waiting: the pipeline
+        // thread parses the next ones itself, errors and all.
+        let slowly = |p: &Plan| parsed_ids_taking(p.clone(), std::time::Duration::from_millis(2));
+        let dir = tempfile::tempdir().unwrap();
+        let records: Vec<Vec<u8>> = (0..40).map(example).collect();
+        let mut p = id_plan(dir.path(), "a", &records, 3);
+        for (several, prefetch) in [(1, 2), (1, 0), (4, 1)] {
+            (p.unit_batches, p.prefetch) = (several, prefetch);
+            assert_eq!(slowly(&p), parsed_ids(p.clone()), "{several} batches");
+        }
+        for on_error in [OnError::Stop, OnError::Continue] {
+            let (mut p, _) = ten_without_id_at(dir.path(), 7);
+            p.on_error = on_error;
+            for several in [1, 4] {
+                p.unit_batches = several;
+                let quickly = parsed_ids(p.clone());
+                assert!(quickly.iter().any(|g| matches!(g, Got::Error { .. })));
+                assert_eq!(slowly(&p), quickly, "{on_error:?}, {several} batches");
+            }
         }
     }
 
