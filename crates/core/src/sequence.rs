@@ -219,7 +219,8 @@ fn packed_steps(
     step_values: &mut Vec<i64>,
 ) -> usize {
     // `0a n` (a step), `12 m` or `1a m` (float or int64 list), `0a k` (packed values): the
-    // values, and where the next step begins. An empty list is `0a 02 12 00` or `0a 02 1a 00`.
+    // values, and where the next step begins. An empty list is `0a 02 12 00` or
+    // `0a 02 1a 00`.
     let step = |at: usize, kind: u8| -> Option<(&[u8], usize)> {
         let head = list.get(at..at + 4)?;
         if head == [0x0a, 0x02, kind, 0x00] {
