@@ -119,6 +119,18 @@ struct ParsedAhead {
     parsed: tfrecordkit_core::Result<ParsedBatch>,
 }
 
+impl ParsedAhead {
+    /// Whether the batch was parsed with these very schemas.
+    fn parsed_with(&self, (schema, lists): &Schemas) -> bool {
+        let same_lists = match (&self.schemas.1, lists) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        Arc::ptr_eq(&self.schemas.0, schema) && same_lists
+    }
+}
+
 fn parse_batch(
     (schema, lists): (&Schema, Option<&ListSchema>),
     records: &[&[u8]],
@@ -453,13 +465,7 @@ impl RecordReader {
                 Reading::Ahead(ahead) => ahead.take_done(),
                 _ => None,
             };
-            let ahead = ahead.filter(|a| {
-                let same_lists = match (&a.schemas.1, &schemas.1) {
-                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                    (a, b) => a.is_none() && b.is_none(),
-                };
-                Arc::ptr_eq(&a.schemas.0, &schemas.0) && same_lists
-            });
+            let ahead = ahead.filter(|a| a.parsed_with(&schemas));
             // An error in a record of the batch (parsing it, or laying out its sparse and
             // ragged features) is named by the record's file and index there.
             let parsed = match ahead {
