@@ -22,6 +22,7 @@ pub mod parse;
 pub mod pipeline;
 pub mod pool;
 pub mod positional;
+mod prefetch;
 pub mod reader;
 pub mod sequence;
 pub mod source;

@@ -1,5 +1,7 @@
 //! The shuffle stage: a buffer of records, each output drawn from it at random.
 
+use std::collections::VecDeque;
+
 use super::origin::Origin;
 use super::stream::{Held, Stream};
 use crate::error::{Error, Result};
@@ -22,14 +24,16 @@ pub(super) struct ShuffleStream {
     held: Held,
     /// An error met while refilling, delivered after the record drawn before it.
     pending: Option<Error>,
-    /// The slot the next output takes, drawn early so that its memory is fetched while
-    /// this output is being delivered.
-    next: Option<usize>,
+    /// The slots the next outputs take, drawn early so that their memory is fetched
+    /// while the outputs before them are delivered.
+    upcoming: VecDeque<usize>,
     exhausted: bool,
     rng: fastrand::Rng,
 }
 
 const INLINE: usize = 100;
+/// Draws made ahead of their output.
+const AHEAD: usize = 4;
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -50,7 +54,7 @@ impl ShuffleStream {
             scratch: Vec::new(),
             held: None,
             pending: None,
-            next: None,
+            upcoming: VecDeque::with_capacity(AHEAD),
             exhausted: false,
             rng,
         }
@@ -62,26 +66,24 @@ impl ShuffleStream {
             return self.store_held(i, origin);
         }
         let len = self.scratch.len();
-        let mut entry = Entry {
-            origin,
-            // Past `u32::MAX`, the spilled buffer holds the length.
-            len: u32::try_from(len).unwrap_or(u32::MAX),
-            data: [0; INLINE],
-        };
         if i == self.entries.len() {
             self.spill.push(Vec::new());
+            self.entries.push(Entry {
+                origin,
+                len: 0,
+                data: [0; INLINE],
+            });
         }
+        let entry = &mut self.entries[i];
+        entry.origin = origin;
+        // Past `u32::MAX`, the spilled buffer holds the length.
+        entry.len = u32::try_from(len).unwrap_or(u32::MAX);
         if len <= INLINE {
             entry.data[..len].copy_from_slice(&self.scratch);
         } else {
             let spill = &mut self.spill[i];
             spill.clear();
             spill.extend_from_slice(&self.scratch);
-        }
-        if i == self.entries.len() {
-            self.entries.push(entry);
-        } else {
-            self.entries[i] = entry;
         }
     }
 
@@ -132,7 +134,7 @@ impl Stream for ShuffleStream {
         if self.entries.is_empty() {
             return Ok(None);
         }
-        let i = match self.next.take() {
+        let i = match self.upcoming.pop_front() {
             Some(i) => i,
             None => self.rng.usize(..self.entries.len()),
         };
@@ -153,13 +155,16 @@ impl Stream for ShuffleStream {
         match refill {
             Ok(Some(next)) => {
                 self.store(i, next);
-                // The buffer stays full: the next draw has the same range, so it can be
-                // drawn now and its entry loaded ahead of use.
-                let j = self.rng.usize(..self.entries.len());
-                std::hint::black_box(self.entries[j].len);
-                self.next = Some(j);
+                // The buffer stays full: the next draws have the same range, so they can
+                // be drawn now and their entries loaded ahead of use.
+                while self.upcoming.len() < AHEAD {
+                    let j = self.rng.usize(..self.entries.len());
+                    prefetch(&self.entries[j]);
+                    self.upcoming.push_back(j);
+                }
             }
             other => {
+                self.upcoming.clear();
                 self.entries.swap_remove(i);
                 self.spill.swap_remove(i);
                 if let Err(e) = other {
@@ -171,10 +176,22 @@ impl Stream for ShuffleStream {
     }
 }
 
+/// Asks the CPU to bring `entry` into its cache without waiting for it.
+#[inline(always)]
+fn prefetch(entry: &Entry) {
+    let p = (entry as *const Entry).cast::<u8>();
+    crate::prefetch::prefetch(p);
+    crate::prefetch::prefetch(p.wrapping_add(64));
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::origin::Origin;
+    use super::super::stream::{Held, Stream};
     use super::super::testing::{named, named_files, plan, records, sorted, write_file};
     use super::super::RecordOp;
+    use super::ShuffleStream;
+    use crate::error::Result;
 
     fn shuffle(buffer: usize, seed: u64) -> RecordOp {
         RecordOp::Shuffle {
@@ -237,5 +254,66 @@ mod tests {
         let got = records(p);
         assert_ne!(got, recs);
         assert_eq!(sorted(got), sorted(recs));
+    }
+
+    /// Records `0..n`, each named by its index in its origin.
+    struct Counting(u64, u64);
+
+    impl Stream for Counting {
+        fn next_into(&mut self, out: &mut Vec<u8>, _: &mut Held) -> Result<Option<Origin>> {
+            if self.0 == self.1 {
+                return Ok(None);
+            }
+            self.0 += 1;
+            out.push(b'r');
+            Ok(Some(Origin {
+                index: self.0 - 1,
+                ..Origin::default()
+            }))
+        }
+    }
+
+    #[test]
+    fn each_record_lands_at_each_place_as_often_as_in_tf_datas_shuffle() {
+        // tf.data's algorithm: fill a buffer, output a uniformly drawn entry and put the
+        // next record in its place; once the input ends, drain the buffer at random.
+        let (n, buffer, runs) = (9, 3, 50_000);
+        // How often each record comes out at each place: `[place][record]`.
+        let mut expected = vec![vec![0f64; n]; n];
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..runs * 10 {
+            let mut slots: Vec<usize> = (0..buffer).collect();
+            let mut next = buffer;
+            for at_place in expected.iter_mut() {
+                let i = rng.usize(..slots.len());
+                at_place[slots[i]] += 0.1 / runs as f64;
+                if next < n {
+                    slots[i] = next;
+                    next += 1;
+                } else {
+                    slots.swap_remove(i);
+                }
+            }
+        }
+        let mut got = vec![vec![0f64; n]; n];
+        for seed in 0..runs as u64 {
+            let input = Box::new(Counting(0, n as u64));
+            let mut s = ShuffleStream::new(input, buffer, fastrand::Rng::with_seed(seed));
+            let (mut out, mut held) = (Vec::new(), None);
+            let mut place = 0;
+            while let Some(origin) = s.next_into(&mut out, &mut held).unwrap() {
+                got[place][origin.index as usize] += 1.0 / runs as f64;
+                place += 1;
+            }
+            assert_eq!((place, out.len()), (n, n));
+        }
+        for (place, (g, e)) in got.iter().zip(&expected).enumerate() {
+            for (record, (&g, &e)) in g.iter().zip(e).enumerate() {
+                assert!(
+                    (g - e).abs() < 0.008,
+                    "record {record} at {place}: {g} vs {e}"
+                );
+            }
+        }
     }
 }
