@@ -1854,11 +1854,11 @@ def main() -> None:
         )
     notes = [rss_line, arrow_rss_line, stats_line, convert_line, workers_line]
     if only is not None:
-        rows[:], notes, date = merged(Path(args.out), rows, notes, args.only)
+        rows[:], notes, date, host = merged(Path(args.out), rows, notes, args.only)
     else:
-        date = None
+        date, host = None, machine()
     paragraphs = [line for note in notes if note for line in (note, "")]
-    write_doc(Path(args.out), rows, paragraphs[:-1], tf.__version__, rep, date)
+    write_doc(Path(args.out), rows, paragraphs[:-1], tf.__version__, rep, date, host)
 
 
 def previous_rows(out: Path) -> list[Row]:
@@ -1872,9 +1872,10 @@ def previous_rows(out: Path) -> list[Row]:
 
 def merged(
     out: Path, rows: list[Row], notes: list[str | None], pattern: str
-) -> tuple[list[Row], list[str | None], str]:
+) -> tuple[list[Row], list[str | None], str, str]:
     """The last full run's rows and memory notes with those just measured in their place
-    (new rows last), and the page's date line saying which rows ran when."""
+    (new rows last), the page's date line saying which rows ran when (and where, when
+    not on the machine of the full run), and the full run's machine."""
     fresh = {r.path: r for r in rows}
     kept = [fresh.pop(r.path, r) for r in previous_rows(out)] + list(fresh.values())
     text = out.read_text() if out.exists() else ""
@@ -1885,14 +1886,17 @@ def merged(
         old_notes[i] if note is None and i < len(old_notes) else note
         for i, note in enumerate(notes)
     ]
+    found_host = re.search(r"^- Machine: (.*)$", text, re.M)
+    host = found_host.group(1) if found_host else machine()
+    elsewhere = "" if host == machine() else f" on {machine()}"
     found = re.search(r"^- Date: (.*)$", text, re.M)
     # A re-run of the same rows replaces the note of the one before.
     same = f"rows matching `{pattern}` "
     before = "; ".join(
         part for part in (found.group(1) if found else "?").split("; ") if not part.startswith(same)
     )
-    date = f"{before}; {same}re-run alone on {time.strftime('%Y-%m-%d')}"
-    return kept, merged_notes, date
+    date = f"{before}; {same}re-run alone on {time.strftime('%Y-%m-%d')}{elsewhere}"
+    return kept, merged_notes, date, host
 
 
 def digits(row: Row) -> int:
@@ -1901,7 +1905,13 @@ def digits(row: Row) -> int:
 
 
 def write_doc(
-    out: Path, rows: list[Row], notes: list[str], tf_version: str, rep: int, date: str | None
+    out: Path,
+    rows: list[Row],
+    notes: list[str],
+    tf_version: str,
+    rep: int,
+    date: str | None,
+    host: str,
 ) -> None:
     try:
         import importlib.metadata as md
@@ -1919,7 +1929,7 @@ def write_doc(
         "builds itself; ratios are tfrecordkit's throughput divided by the other library's on",
         "the same file.",
         "",
-        f"- Machine: {machine()}",
+        f"- Machine: {host}",
         f"- Python {platform.python_version()}, tfrecordkit {tfr.__version__}, "
         f"TensorFlow {tf_version}, tfrecord {pkg_version}",
         f"- Date: {date or time.strftime('%Y-%m-%d')}",
@@ -2003,9 +2013,10 @@ def write_doc(
         "reading the same shards in batches of 1,024. Batches of 128 travel from the batching",
         "thread to the parsing one up to 2,048 Examples at a time and are parsed together, so",
         "their size costs little; what the pipeline adds is the shuffle (each record copied",
-        "into a 1.3 MB buffer and drawn from it at random) and the merging of the reader",
-        "threads' chunks. That is about 250 ns of CPU per Example against 195 ns for",
-        "`read_examples`, and both keep this host's two cores busy: `read_examples` parses",
+        "into a 1.3 MB buffer and drawn from it at random, the draws made four ahead so that",
+        "their entries are fetched from memory meanwhile) and the merging of the reader",
+        "threads' chunks. The pipeline spends about 1.4 times the CPU per Example that",
+        "`read_examples` does, and both keep this host's two cores busy: `read_examples` parses",
         "on its read-ahead thread whenever the caller is still busy with the batch before,",
         "and the pipeline's batching thread parses whenever the prefetched batches wait. So",
         "the row compares the CPU each side spends, and the work of the shuffle and the",
