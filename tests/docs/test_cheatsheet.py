@@ -29,9 +29,9 @@ def test_cheatsheet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
     assert out[5] == "(4, 12, 16, 3)"
 
 
-# Every tf.* call in the documents the guide ports (the TFRecord and tf.Example tutorials,
-# sharded writing, the interleave pipeline, TFRecorder).
-SEED_CALLS = [
+# Every tf.* call in the TensorFlow workflows the guide follows (the TFRecord and
+# tf.Example tutorials, sharded writing, the interleave pipeline, TFRecorder).
+TUTORIAL_CALLS = [
     "tf.data.AUTOTUNE",
     "tf.data.Dataset.from_generator",
     "tf.data.Dataset.from_tensor_slices",
@@ -79,4 +79,4 @@ SEED_CALLS = [
 
 def test_every_seed_call_is_in_the_table() -> None:
     table = SHEET.read_text().split("## Examples")[0]
-    assert [name for name in SEED_CALLS if name not in table] == []
+    assert [name for name in TUTORIAL_CALLS if name not in table] == []
