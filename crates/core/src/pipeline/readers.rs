@@ -9,7 +9,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::files::FileIter;
 use super::origin::Origin;
-use super::stream::{Held, Stream};
+use super::stream::{Held, Lent, Stream};
 use crate::batch::RecordBatch;
 use crate::error::{Error, Result};
 use crate::reader::{Next, ReadOptions};
@@ -254,19 +254,23 @@ impl Slot {
     }
 }
 
-/// The next record of `chunk`: appended to `out`, or, when it is a large record, handed
-/// over in the buffer it was read into (`held`).
+/// Whether `chunk` has a record left; a chunk taken apart is let go.
 #[inline(always)]
-fn take_from(
-    chunk: &mut Option<(Chunk, usize)>,
-    out: &mut Vec<u8>,
-    held: &mut Held,
-) -> Option<Origin> {
-    let (c, pos) = chunk.as_mut()?;
-    if *pos == c.origins.len() {
-        *chunk = None;
-        return None;
+fn has_next(chunk: &mut Option<(Chunk, usize)>) -> bool {
+    match chunk {
+        Some((c, pos)) if *pos < c.origins.len() => true,
+        _ => {
+            *chunk = None;
+            false
+        }
     }
+}
+
+/// The next record of a chunk that has one (see [`has_next`]), lent from the chunk, or,
+/// when it is a large record, handed over in the buffer it was read into (`held`).
+#[inline(always)]
+fn lend<'a>(chunk: &'a mut Option<(Chunk, usize)>, held: &mut Held) -> (&'a [u8], Origin) {
+    let (c, pos) = chunk.as_mut().expect("a chunk with a record left");
     let i = *pos;
     *pos += 1;
     // The chunk was filled on another core: its next records are fetched ahead of use.
@@ -280,11 +284,19 @@ fn take_from(
     if !large.is_empty() {
         if let Ok(k) = large.binary_search_by_key(&i, |h| h.0) {
             *held = Some(std::mem::take(&mut large[k].1));
-            return Some(c.origins[i]);
+            return (&[], c.origins[i]);
         }
     }
-    out.extend_from_slice(c.batch.get(i));
-    Some(c.origins[i])
+    (c.batch.get(i), c.origins[i])
+}
+
+/// A lent record appended to `out` (a large one stays in `held`).
+#[inline(always)]
+fn append(lent: Lent<'_>, out: &mut Vec<u8>) -> Option<Origin> {
+    lent.map(|(record, origin)| {
+        out.extend_from_slice(record);
+        origin
+    })
 }
 
 /// tf.data's interleave: `cycle_length` files open at once, `block_length` records from
@@ -329,15 +341,20 @@ impl Interleave {
 
 impl Stream for Interleave {
     fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
+        Ok(append(self.next_lent(&mut Vec::new(), held)?, out))
+    }
+
+    fn next_lent<'a>(&'a mut self, _: &'a mut Vec<u8>, held: &mut Held) -> Result<Lent<'a>> {
         while !self.end_of_input || self.open > 0 {
             let ci = self.cycle_index;
             if let Some(slot) = self.slots[ci].as_mut() {
-                if let Some(origin) = take_from(&mut slot.chunk, out, held) {
+                if has_next(&mut slot.chunk) {
                     self.block_index += 1;
                     if self.block_index == self.block_length {
                         self.advance();
                     }
-                    return Ok(Some(origin));
+                    let slot = self.slots[ci].as_mut().expect("the slot just read");
+                    return Ok(Some(lend(&mut slot.chunk, held)));
                 }
                 match slot.rx.recv() {
                     Ok(Msg::Chunk(c)) => slot.chunk = Some((c, 0)),
@@ -424,9 +441,13 @@ impl Sloppy {
 
 impl Stream for Sloppy {
     fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
+        Ok(append(self.next_lent(&mut Vec::new(), held)?, out))
+    }
+
+    fn next_lent<'a>(&'a mut self, _: &'a mut Vec<u8>, held: &mut Held) -> Result<Lent<'a>> {
         loop {
-            if let Some(origin) = take_from(&mut self.chunk, out, held) {
-                return Ok(Some(origin));
+            if has_next(&mut self.chunk) {
+                return Ok(Some(lend(&mut self.chunk, held)));
             }
             if self.running == 0 {
                 return Ok(None);

@@ -60,12 +60,22 @@ impl ShuffleStream {
         }
     }
 
-    /// Puts the record read into slot `i` (one past the end: a new slot).
-    fn store(&mut self, i: usize, origin: Origin) {
-        if self.held.is_some() {
-            return self.store_held(i, origin);
+    /// Reads the next record into slot `i` (one past the end: a new slot), copied once
+    /// from where the stream before lends it; `false` at the end of the input.
+    fn read_into(&mut self, i: usize) -> Result<bool> {
+        let lent = self.inner.next_lent(&mut self.scratch, &mut self.held);
+        let (record, origin) = match lent {
+            Ok(Some(lent)) => lent,
+            Ok(None) => {
+                self.exhausted = true;
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(record) = self.held.take() {
+            store_held(&mut self.entries, &mut self.spill, i, record, origin);
+            return Ok(true);
         }
-        let len = self.scratch.len();
         if i == self.entries.len() {
             self.spill.push(Vec::new());
             self.entries.push(Entry {
@@ -77,47 +87,43 @@ impl ShuffleStream {
         let entry = &mut self.entries[i];
         entry.origin = origin;
         // Past `u32::MAX`, the spilled buffer holds the length.
-        entry.len = u32::try_from(len).unwrap_or(u32::MAX);
-        if len <= INLINE {
-            entry.data[..len].copy_from_slice(&self.scratch);
+        entry.len = u32::try_from(record.len()).unwrap_or(u32::MAX);
+        if record.len() <= INLINE {
+            entry.data[..record.len()].copy_from_slice(record);
         } else {
             let spill = &mut self.spill[i];
             spill.clear();
-            spill.extend_from_slice(&self.scratch);
+            spill.extend_from_slice(record);
         }
+        Ok(true)
     }
+}
 
-    /// [`ShuffleStream::store`] for a large record that came in a buffer of its own: it
-    /// stays in that buffer.
-    #[cold]
-    fn store_held(&mut self, i: usize, origin: Origin) {
-        let record = self.held.take().expect("a record in its own buffer");
-        if record.len() <= INLINE {
-            self.scratch.clear();
-            self.scratch.extend_from_slice(&record);
-            return self.store(i, origin);
-        }
-        let entry = Entry {
-            origin,
-            len: u32::try_from(record.len()).unwrap_or(u32::MAX),
-            data: [0; INLINE],
-        };
-        if i == self.entries.len() {
-            self.spill.push(record);
-            self.entries.push(entry);
-        } else {
-            self.spill[i] = record;
-            self.entries[i] = entry;
-        }
+/// Puts a large record that came in a buffer of its own into slot `i`: it stays in that
+/// buffer.
+#[cold]
+fn store_held(
+    entries: &mut Vec<Entry>,
+    spill: &mut Vec<Vec<u8>>,
+    i: usize,
+    record: Vec<u8>,
+    origin: Origin,
+) {
+    let len = record.len();
+    let entry = Entry {
+        origin,
+        len: u32::try_from(len).unwrap_or(u32::MAX),
+        data: [0; INLINE],
+    };
+    if i == entries.len() {
+        spill.push(Vec::new());
+        entries.push(entry);
     }
-
-    fn read(&mut self) -> Result<Option<Origin>> {
-        self.scratch.clear();
-        let got = self.inner.next_into(&mut self.scratch, &mut self.held);
-        if matches!(got, Ok(None)) {
-            self.exhausted = true;
-        }
-        got
+    entries[i] = entry;
+    if len <= INLINE {
+        entries[i].data[..len].copy_from_slice(&record);
+    } else {
+        spill[i] = record;
     }
 }
 
@@ -127,9 +133,7 @@ impl Stream for ShuffleStream {
             return Err(e);
         }
         while !self.exhausted && self.entries.len() < self.size {
-            if let Some(origin) = self.read()? {
-                self.store(self.entries.len(), origin);
-            }
+            self.read_into(self.entries.len())?;
         }
         if self.entries.is_empty() {
             return Ok(None);
@@ -148,13 +152,12 @@ impl Stream for ShuffleStream {
             out.extend_from_slice(&self.spill[i]);
         }
         let refill = if self.exhausted {
-            Ok(None)
+            Ok(false)
         } else {
-            self.read()
+            self.read_into(i)
         };
         match refill {
-            Ok(Some(next)) => {
-                self.store(i, next);
+            Ok(true) => {
                 // The buffer stays full: the next draws have the same range, so they can
                 // be drawn now and their entries loaded ahead of use.
                 while self.upcoming.len() < AHEAD {
@@ -187,7 +190,7 @@ fn prefetch(entry: &Entry) {
 #[cfg(test)]
 mod tests {
     use super::super::origin::Origin;
-    use super::super::stream::{Held, Stream};
+    use super::super::stream::{Held, Lent, Stream};
     use super::super::testing::{named, named_files, plan, records, sorted, write_file};
     use super::super::RecordOp;
     use super::ShuffleStream;
@@ -315,5 +318,96 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Records of 1 to 300 bytes, every fifth one of them a large record handed over in
+    /// a buffer of its own; lent from the stream's memory or copied out, as `lend` says.
+    struct Varied {
+        records: Vec<Vec<u8>>,
+        at: usize,
+        lend: bool,
+    }
+
+    impl Varied {
+        fn new(lend: bool) -> Varied {
+            let records = (0..500u32)
+                .map(|i| vec![i as u8; 1 + (i as usize * 37) % 300])
+                .collect();
+            Varied {
+                records,
+                at: 0,
+                lend,
+            }
+        }
+
+        fn advance(&mut self, held: &mut Held) -> Option<(usize, Origin)> {
+            let i = self.at;
+            self.records.get(i)?;
+            self.at += 1;
+            if i % 5 == 4 {
+                *held = Some(self.records[i].clone());
+            }
+            let origin = Origin {
+                index: i as u64,
+                ..Origin::default()
+            };
+            Some((i, origin))
+        }
+    }
+
+    impl Stream for Varied {
+        fn next_into(&mut self, out: &mut Vec<u8>, held: &mut Held) -> Result<Option<Origin>> {
+            Ok(self.advance(held).map(|(i, origin)| {
+                if held.is_none() {
+                    out.extend_from_slice(&self.records[i]);
+                }
+                origin
+            }))
+        }
+
+        fn next_lent<'a>(
+            &'a mut self,
+            scratch: &'a mut Vec<u8>,
+            held: &mut Held,
+        ) -> Result<Lent<'a>> {
+            if !self.lend {
+                scratch.clear();
+                return Ok(self.next_into(scratch, held)?.map(|o| (&scratch[..], o)));
+            }
+            Ok(self.advance(held).map(|(i, origin)| {
+                let record: &[u8] = if held.is_some() {
+                    &[]
+                } else {
+                    &self.records[i]
+                };
+                (record, origin)
+            }))
+        }
+    }
+
+    #[test]
+    fn records_lent_by_the_stream_before_shuffle_as_records_copied_from_it() {
+        let run = |lend: bool| {
+            let mut s =
+                ShuffleStream::new(Box::new(Varied::new(lend)), 64, fastrand::Rng::with_seed(3));
+            let mut got = Vec::new();
+            loop {
+                let (mut out, mut held) = (Vec::new(), None);
+                let Some(origin) = s.next_into(&mut out, &mut held).unwrap() else {
+                    break;
+                };
+                let record = held.unwrap_or(out);
+                let i = origin.index as usize;
+                assert_eq!(record, vec![i as u8; 1 + (i * 37) % 300], "record {i}");
+                got.push(i);
+            }
+            got
+        };
+        let lent = run(true);
+        let mut each = lent.clone();
+        each.sort_unstable();
+        assert_eq!(each, (0..500).collect::<Vec<_>>());
+        assert_ne!(lent, each);
+        assert_eq!(lent, run(false));
     }
 }
