@@ -611,6 +611,48 @@ def test_sparse_and_ragged_features_are_laid_out_by_the_engine(tmp_path):
     ]
 
 
+def _comparable(value):
+    if isinstance(value, tfr.Sparse):
+        return value.to_dense().tolist()
+    if isinstance(value, tfr.Ragged):
+        return value.to_list()
+    return (value.dtype.str, value.shape, value.tolist())
+
+
+@pytest.mark.parametrize("size", [1, 3, 16])
+def test_batches_of_every_kind_of_feature_are_what_parse_examples_makes(tmp_path, size):
+    path = str(tmp_path / "kinds.tfrecord")
+    records = [
+        tfr.encode_example(
+            {
+                "a": [i],
+                "xy": [float(i), -float(i)],
+                "tags": [b"t%d" % k for k in range(i % 3)],
+                "i": np.arange(i % 3)[::-1],
+                "v": np.arange(i % 3, dtype=np.float32),
+                "n": [i % 3],
+            }
+        )
+        for i in range(37)
+    ]
+    with tfr.RecordWriter(path) as w:
+        w.write_many(records)
+    schema = {
+        "a": tfr.FixedLen([], "int64"),
+        "xy": tfr.FixedLen([2], "float32"),
+        "tags": tfr.VarLen("bytes"),
+        "s": tfr.SparseFeature("i", "v", "float32", 8),
+        "r": tfr.RaggedFeature("float32", "v", [tfr.RaggedFeature.RowLengths("n")]),
+    }
+    batches = list(tfr.Dataset.from_files(path).parse(schema).batch(size))
+    assert len(batches) == -(-37 // size)
+    for k, batch in enumerate(batches):
+        want = tfr.parse_examples(records[k * size : (k + 1) * size], schema)
+        assert list(batch) == list(want)
+        for key in want:
+            assert _comparable(batch[key]) == _comparable(want[key]), (k, key)
+
+
 @pytest.mark.parametrize("calls", [None, 1, 2, tfr.AUTOTUNE, 64])
 def test_interleave_num_parallel_calls_changes_no_order(tmp_path, calls):
     paths = []

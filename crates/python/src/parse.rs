@@ -130,62 +130,71 @@ impl CompiledSchema {
         parsed: Vec<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         crate::errors::guard("CompiledSchema.outputs", || {
-            if parsed.len() != self.outputs.len() {
-                return Err(PyValueError::new_err(format!(
-                    "{} parsed features for a schema of {}",
-                    parsed.len(),
-                    self.outputs.len()
-                )));
-            }
-            let (ragged, sparse) = result_classes(py)?;
-            let (ragged, sparse) = (ragged.bind(py), sparse.bind(py));
-            let out = PyDict::new(py);
-            for (output, p) in self.outputs.iter().zip(parsed) {
-                let (key, value) = match output {
-                    Output::Plain(key) => {
-                        let (values, shape, splits): (
-                            Bound<'_, PyAny>,
-                            Bound<'_, PyAny>,
-                            Bound<'_, PyAny>,
-                        ) = p.extract()?;
-                        let value = if !splits.is_none() {
-                            ragged.call1((values, splits))?
-                        } else if shape.len()? == 1 {
-                            // A scalar feature's flat values are its batch already.
-                            values
-                        } else {
-                            values.call_method1("reshape", (shape,))?
-                        };
-                        (key, value)
-                    }
-                    Output::Sparse(key) => {
-                        let (indices, values, dense_shape, _): (
-                            Bound<'_, PyAny>,
-                            Bound<'_, PyAny>,
-                            Vec<i64>,
-                            Bound<'_, PyAny>,
-                        ) = p.extract()?;
-                        let dense_shape = PyTuple::new(py, dense_shape)?;
-                        (key, sparse.call1((indices, values, dense_shape))?)
-                    }
-                    Output::Ragged(key, narrow) => {
-                        let (mut value, levels): (Bound<'_, PyAny>, Vec<Bound<'_, PyAny>>) =
-                            p.extract()?;
-                        for splits in levels.into_iter().rev() {
-                            let splits = if *narrow {
-                                splits.call_method1("astype", ("int32",))?
-                            } else {
-                                splits
-                            };
-                            value = ragged.call1((value, splits))?;
-                        }
-                        (key, value)
-                    }
-                };
-                out.set_item(key.bind(py), value)?;
-            }
-            Ok(out)
+            self.dict(py, parsed.into_iter().map(FeaturePy::Other).collect())
         })
+    }
+}
+
+impl CompiledSchema {
+    /// The dict `outputs` makes of a batch's features, from their parts as
+    /// [`assembled_parts`] gives them.
+    pub(crate) fn dict<'py>(
+        &self,
+        py: Python<'py>,
+        parts: Vec<FeaturePy<'py>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        if parts.len() != self.outputs.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} parsed features for a schema of {}",
+                parts.len(),
+                self.outputs.len()
+            )));
+        }
+        let (ragged, sparse) = result_classes(py)?;
+        let (ragged, sparse) = (ragged.bind(py), sparse.bind(py));
+        let out = PyDict::new(py);
+        for (output, part) in self.outputs.iter().zip(parts) {
+            let (key, value) = match output {
+                Output::Plain(key) => {
+                    let (values, shape, splits) = match part {
+                        FeaturePy::Plain(parts) => parts,
+                        FeaturePy::Other(p) => p.extract()?,
+                    };
+                    let value = match splits {
+                        Some(splits) => ragged.call1((values, splits))?,
+                        // A scalar feature's flat values are its batch already.
+                        None if shape.len() == 1 => values,
+                        None => values.call_method1("reshape", (shape,))?,
+                    };
+                    (key, value)
+                }
+                Output::Sparse(key) => {
+                    let (indices, values, dense_shape, _): (
+                        Bound<'_, PyAny>,
+                        Bound<'_, PyAny>,
+                        Vec<i64>,
+                        Bound<'_, PyAny>,
+                    ) = part.into_py(py)?.extract()?;
+                    let dense_shape = PyTuple::new(py, dense_shape)?;
+                    (key, sparse.call1((indices, values, dense_shape))?)
+                }
+                Output::Ragged(key, narrow) => {
+                    let (mut value, levels): (Bound<'_, PyAny>, Vec<Bound<'_, PyAny>>) =
+                        part.into_py(py)?.extract()?;
+                    for splits in levels.into_iter().rev() {
+                        let splits = if *narrow {
+                            splits.call_method1("astype", ("int32",))?
+                        } else {
+                            splits
+                        };
+                        value = ragged.call1((value, splits))?;
+                    }
+                    (key, value)
+                }
+            };
+            out.set_item(key.bind(py), value)?;
+        }
+        Ok(out)
     }
 }
 
@@ -302,8 +311,39 @@ pub fn assembled_to_py<'py>(
     assembled: Vec<Assembled>,
     n: usize,
     raw: bool,
-    mut convert: impl FnMut(usize) -> PyResult<ParsedPy<'py>>,
+    convert: impl FnMut(usize) -> PyResult<ParsedPy<'py>>,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    assembled_parts(py, assembled, n, raw, convert)?
+        .into_iter()
+        .map(|part| part.into_py(py))
+        .collect()
+}
+
+/// A feature of a parsed batch on its way to Python: a plain one's `(values, shape,
+/// row_splits)`, or a sparse or ragged one as [`assembled_to_py`] gives it.
+pub enum FeaturePy<'py> {
+    Plain(ParsedPy<'py>),
+    Other(Bound<'py, PyAny>),
+}
+
+impl<'py> FeaturePy<'py> {
+    pub fn into_py(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            FeaturePy::Plain(parts) => Ok(parts.into_pyobject(py)?.into_any()),
+            FeaturePy::Other(value) => Ok(value),
+        }
+    }
+}
+
+/// [`assembled_to_py`], with each plain feature's parts left apart (for
+/// [`CompiledSchema::dict`]).
+pub fn assembled_parts<'py>(
+    py: Python<'py>,
+    assembled: Vec<Assembled>,
+    n: usize,
+    raw: bool,
+    mut convert: impl FnMut(usize) -> PyResult<ParsedPy<'py>>,
+) -> PyResult<Vec<FeaturePy<'py>>> {
     let mut done: Vec<Option<ParsedPy<'py>>> = vec![None; n];
     let mut column = |i: usize| -> PyResult<ParsedPy<'py>> {
         if done[i].is_none() {
@@ -314,7 +354,7 @@ pub fn assembled_to_py<'py>(
     let mut out = Vec::with_capacity(assembled.len());
     for a in assembled {
         out.push(match a {
-            Assembled::Column(i) => column(i)?.into_pyobject(py)?.into_any(),
+            Assembled::Column(i) => FeaturePy::Plain(column(i)?),
             Assembled::Sparse {
                 indices,
                 values,
@@ -328,16 +368,18 @@ pub fn assembled_to_py<'py>(
                     SparseValues::Gathered(c) => values_to_py(py, c, raw)?,
                 };
                 let splits = PyArray1::from_vec(py, row_splits);
-                (indices, values, dense_shape, splits)
-                    .into_pyobject(py)?
-                    .into_any()
+                FeaturePy::Other(
+                    (indices, values, dense_shape, splits)
+                        .into_pyobject(py)?
+                        .into_any(),
+                )
             }
             Assembled::Ragged { values, levels } => {
                 let levels: Vec<_> = levels
                     .into_iter()
                     .map(|l| PyArray1::from_vec(py, l))
                     .collect();
-                (column(values)?.0, levels).into_pyobject(py)?.into_any()
+                FeaturePy::Other((column(values)?.0, levels).into_pyobject(py)?.into_any())
             }
         });
     }

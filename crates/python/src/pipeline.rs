@@ -5,14 +5,14 @@ use std::sync::Arc;
 use numpy::IntoPyArray;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use tfrecordkit_core::pipeline::elements::ElementOp;
 use tfrecordkit_core::pipeline::Order;
 use tfrecordkit_core::pipeline::{parsed_columns, Cache, Decoded, Payload, Plan};
 
 use crate::errors::IntoPyResult;
 use crate::image::pixels_to_py;
-use crate::parse::{assembled_to_py, parsed_column_to_py};
+use crate::parse::{assembled_parts, parsed_column_to_py, CompiledSchema, FeaturePy};
 use tfrecordkit_core::Assembled;
 
 /// Records kept after a pipeline's first complete pass (in memory, or in a file).
@@ -250,30 +250,22 @@ impl Pipeline {
     /// at its place in the stream; with `continue_on_error` the next call goes on after it.
     fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         crate::errors::guard("Pipeline.next", || {
-            let inner = &mut self.inner;
-            let Some(item) = py.detach(|| inner.next_item()) else {
+            let Some(item) = self.next_payload(py)? else {
                 return Ok(None);
             };
-            let out = match item.py_err(py)? {
+            let out = match item {
                 Payload::Records(batch, keys) => {
                     let records = PyList::new(py, batch.iter().map(|r| PyBytes::new(py, r)))?;
                     (keys.into_pyarray(py), records.into_any())
                 }
                 Payload::Parsed(parsed, keys, assembled) => {
-                    let schema = self.inner.schema().expect("a parsed unit has a schema");
-                    let assembled = match assembled {
-                        Some(assembled) => assembled,
-                        // Joined from units laid out one by one: each was checked then.
-                        None => {
-                            let columns = parsed_columns(&parsed);
-                            py.detach(|| schema.assemble(&columns)).py_err(py)?
-                        }
-                    };
-                    let out = self.columns_to_py(py, parsed, assembled)?;
+                    let parts = self.parts(py, parsed, assembled)?;
+                    let out = parts_to_list(py, parts)?;
                     (keys.into_pyarray(py), out.into_any())
                 }
                 Payload::Sequences(parsed, keys, assembled, lists) => {
-                    let context = self.columns_to_py(py, parsed, assembled)?;
+                    let parts = self.parts(py, parsed, Some(assembled))?;
+                    let context = parts_to_list(py, parts)?;
                     let specs = self.inner.feature_lists().expect("sequences have lists");
                     let lists = crate::lists::lists_to_py(py, specs, lists)?;
                     let both = PyTuple::new(py, [context.into_any(), lists.into_any()])?;
@@ -281,6 +273,26 @@ impl Pipeline {
                 }
             };
             Ok(Some(PyTuple::new(py, [out.0.into_any(), out.1])?))
+        })
+    }
+
+    /// The next batch of a pipeline that parses Examples, as `(records, features)`:
+    /// `features` the dict `schema.outputs` makes, made without the `(values, shape,
+    /// row_splits)` tuples in between; `None` at the end. Raises as `next` does.
+    fn next_dict<'py>(
+        &mut self,
+        py: Python<'py>,
+        schema: PyRef<'py, CompiledSchema>,
+    ) -> PyResult<Option<(usize, Bound<'py, PyDict>)>> {
+        crate::errors::guard("Pipeline.next_dict", || {
+            let Some(item) = self.next_payload(py)? else {
+                return Ok(None);
+            };
+            let Payload::Parsed(parsed, keys, assembled) = item else {
+                return Err(PyValueError::new_err("next_dict reads parsed Examples"));
+            };
+            let parts = self.parts(py, parsed, assembled)?;
+            Ok(Some((keys.len(), schema.dict(py, parts)?)))
         })
     }
 }
@@ -294,24 +306,51 @@ impl Pipeline {
         Ok(Pipeline { inner })
     }
 
-    /// A unit's parsed features as `parse_examples` returns them.
-    fn columns_to_py<'py>(
+    /// The next unit, waited for without the GIL; damage as a Python error.
+    fn next_payload(&mut self, py: Python<'_>) -> PyResult<Option<Payload>> {
+        let inner = &mut self.inner;
+        match py.detach(|| inner.next_item()) {
+            Some(item) => item.py_err(py).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A unit's features, their images decoded, as [`assembled_parts`] gives them;
+    /// `assembled` is `None` for a unit joined from others, laid out here.
+    fn parts<'py>(
         &self,
         py: Python<'py>,
         parsed: Vec<Decoded>,
-        assembled: Vec<Assembled>,
-    ) -> PyResult<Bound<'py, PyList>> {
+        assembled: Option<Vec<Assembled>>,
+    ) -> PyResult<Vec<FeaturePy<'py>>> {
+        let assembled = match assembled {
+            Some(assembled) => assembled,
+            // Joined from units laid out one by one: each was checked then.
+            None => {
+                let schema = self.inner.schema().expect("a parsed unit has a schema");
+                let columns = parsed_columns(&parsed);
+                py.detach(|| schema.assemble(&columns)).py_err(py)?
+            }
+        };
         let pool = self.inner.pixel_pool();
         let n = parsed.len();
         let mut parsed: Vec<Option<Decoded>> = parsed.into_iter().map(Some).collect();
-        let out = assembled_to_py(py, assembled, n, false, |i| {
+        assembled_parts(py, assembled, n, false, |i| {
             match parsed[i].take().expect("each column converted once") {
                 Decoded::Feature(p) => parsed_column_to_py(py, p),
                 Decoded::Images(pixels) => pixels_to_py(py, pixels, Some(&pool)),
             }
-        })?;
-        PyList::new(py, out)
+        })
     }
+}
+
+/// Features' parts as the list `parse_examples` returns.
+fn parts_to_list<'py>(py: Python<'py>, parts: Vec<FeaturePy<'py>>) -> PyResult<Bound<'py, PyList>> {
+    let items = parts
+        .into_iter()
+        .map(|part| part.into_py(py))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
 }
 
 /// The order in which a pipeline reads its files: indexes into its file list.

@@ -181,26 +181,33 @@ def _units_of(
     element. Closing this stops the engine."""
     batched = plan.batch is not None
     schema, sequence = plan.schema, plan.sequence
-    outputs = schema.compiled().outputs if schema is not None else None
+    compiled = schema.compiled() if schema is not None else None
+    # Parsed Examples come with their dict made natively, and their count in place of
+    # their keys, unless the elements are tagged with their keys.
+    dicts = compiled is not None and sequence is None and not tagged
+    next_item = (lambda: pipe.next_dict(compiled)) if dicts else pipe.next
     try:
-        units = policed(pipe.next, source.on_error, catch=TFRecordError, what="bad record")
-        for keys, payload in units:
-            if sequence is not None:
-                element: Any = _sequences(sequence, payload, len(keys), batched)
-            elif schema is None:
+        units = policed(next_item, source.on_error, catch=TFRecordError, what="bad record")
+        for head, payload in units:
+            n = head if dicts else len(head)
+            if dicts:
+                element: Any = payload
+            elif sequence is not None:
+                element = _sequences(sequence, payload, n, batched)
+            elif compiled is None:
                 element = _stages.object_array(payload) if batched else payload
             else:
-                element = outputs(payload)
+                element = compiled.outputs(payload)
             if batched:
-                element = (keys, element) if tagged else element
+                element = (head, element) if tagged else element
                 if chunks:
                     yield [element]
                 else:
                     yield element
                 continue
-            if schema is not None:
-                element = _core.rows(element, len(keys))
-            elements = list(zip(keys.tolist(), element, strict=True)) if tagged else element
+            if compiled is not None:
+                element = _core.rows(element, n)
+            elements = list(zip(head.tolist(), element, strict=True)) if tagged else element
             if chunks:
                 yield elements
             else:
