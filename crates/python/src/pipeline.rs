@@ -276,9 +276,10 @@ impl Pipeline {
         })
     }
 
-    /// The next batch of a pipeline that parses Examples, as `(records, features)`:
-    /// `features` the dict `schema.outputs` makes, made without the `(values, shape,
-    /// row_splits)` tuples in between; `None` at the end. Raises as `next` does.
+    /// The next unit of a pipeline that parses Examples, as `(count, features)`: how many
+    /// records it holds, and the dict `schema.outputs` makes of them, made without the
+    /// `(values, shape, row_splits)` tuples in between; `None` at the end. Raises as
+    /// `next` does.
     fn next_dict<'py>(
         &mut self,
         py: Python<'py>,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -185,7 +186,7 @@ def _units_of(
     # Parsed Examples come with their dict made natively, and their count in place of
     # their keys, unless the elements are tagged with their keys.
     dicts = compiled is not None and sequence is None and not tagged
-    next_item = (lambda: pipe.next_dict(compiled)) if dicts else pipe.next
+    next_item = partial(pipe.next_dict, compiled) if dicts else pipe.next
     try:
         units = policed(next_item, source.on_error, catch=TFRecordError, what="bad record")
         for head, payload in units:
