@@ -300,33 +300,15 @@ fn assembly_of(schema: &Schema, key: &str, spec: &Bound<'_, PyAny>) -> PyResult<
     })
 }
 
-/// A batch's features (as [`Schema::assemble`] makes them from its `n` parsed columns)
-/// for Python: a plain feature as `(values, shape, row_splits or None)`, a sparse one as
-/// `(indices [nnz, 1 + rank], values, dense_shape, row_splits)`, a ragged one as
-/// `(values, [row splits per level])`. `convert` turns column `i` into its `(values,
-/// shape, row_splits)` tuple (taking it), once however many features read it; `raw`:
-/// gathered bytes values as `(data, offsets)`, as `convert` gives bytes columns then.
-pub fn assembled_to_py<'py>(
-    py: Python<'py>,
-    assembled: Vec<Assembled>,
-    n: usize,
-    raw: bool,
-    convert: impl FnMut(usize) -> PyResult<ParsedPy<'py>>,
-) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    assembled_parts(py, assembled, n, raw, convert)?
-        .into_iter()
-        .map(|part| part.into_py(py))
-        .collect()
-}
-
 /// A feature of a parsed batch on its way to Python: a plain one's `(values, shape,
-/// row_splits)`, or a sparse or ragged one as [`assembled_to_py`] gives it.
+/// row_splits or None)` kept apart, or a sparse or ragged one as its Python tuple.
 pub enum FeaturePy<'py> {
     Plain(ParsedPy<'py>),
     Other(Bound<'py, PyAny>),
 }
 
 impl<'py> FeaturePy<'py> {
+    /// The feature as `parse_examples` returns it: a tuple.
     pub fn into_py(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self {
             FeaturePy::Plain(parts) => Ok(parts.into_pyobject(py)?.into_any()),
@@ -335,8 +317,12 @@ impl<'py> FeaturePy<'py> {
     }
 }
 
-/// [`assembled_to_py`], with each plain feature's parts left apart (for
-/// [`CompiledSchema::dict`]).
+/// A batch's features (as [`Schema::assemble`] makes them from its `n` parsed columns)
+/// for Python: a plain feature as its `(values, shape, row_splits or None)`, a sparse one
+/// as `(indices [nnz, 1 + rank], values, dense_shape, row_splits)`, a ragged one as
+/// `(values, [row splits per level])`. `convert` turns column `i` into its `(values,
+/// shape, row_splits)` (taking it), once however many features read it; `raw`: gathered
+/// bytes values as `(data, offsets)`, as `convert` gives bytes columns then.
 pub fn assembled_parts<'py>(
     py: Python<'py>,
     assembled: Vec<Assembled>,
@@ -386,7 +372,7 @@ pub fn assembled_parts<'py>(
     Ok(out)
 }
 
-/// The features of parsed `columns` (all `Parsed`), as [`assembled_to_py`] gives them.
+/// The features of parsed `columns` (all `Parsed`), as [`columns_to_py`] gives them.
 pub fn features_to_py<'py>(
     py: Python<'py>,
     schema: &Schema,
@@ -400,16 +386,30 @@ pub fn features_to_py<'py>(
     columns_to_py(py, assembled, columns, raw)
 }
 
-/// [`assembled_to_py`] over `columns`, each taken as it is converted.
+/// The features of a batch of `columns` (see [`assembled_parts`]) as Python tuples, each
+/// column taken as it is converted.
 pub fn columns_to_py<'py>(
     py: Python<'py>,
     assembled: Vec<Assembled>,
     columns: Vec<Parsed>,
     raw: bool,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    columns_to_parts(py, assembled, columns, raw)?
+        .into_iter()
+        .map(|part| part.into_py(py))
+        .collect()
+}
+
+/// [`assembled_parts`] over `columns`, each taken as it is converted.
+pub fn columns_to_parts<'py>(
+    py: Python<'py>,
+    assembled: Vec<Assembled>,
+    columns: Vec<Parsed>,
+    raw: bool,
+) -> PyResult<Vec<FeaturePy<'py>>> {
     let n = columns.len();
     let mut columns: Vec<Option<Parsed>> = columns.into_iter().map(Some).collect();
-    assembled_to_py(py, assembled, n, raw, |i| {
+    assembled_parts(py, assembled, n, raw, |i| {
         let p = columns[i].take().expect("each column converted once");
         if raw {
             parsed_column_to_raw(py, p)
@@ -435,7 +435,7 @@ pub fn column_to_py<'py>(py: Python<'py>, col: Column) -> PyResult<Bound<'py, Py
 pub type ParsedPy<'py> = (Bound<'py, PyAny>, Vec<usize>, Option<Bound<'py, PyAny>>);
 
 /// Parses serialized Examples; returns each feature of the schema as
-/// [`assembled_to_py`] gives it (with no features given, one `(flat values, shape,
+/// [`columns_to_py`] gives it (with no features given, one `(flat values, shape,
 /// row_splits or None)` per column).
 #[pyfunction]
 pub fn parse_examples<'py>(

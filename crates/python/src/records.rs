@@ -22,7 +22,7 @@ use tfrecordkit_core::{
 use crate::convert::{bytes_like, row_features};
 use crate::errors::IntoPyResult;
 use crate::lists::CompiledLists;
-use crate::parse::{columns_to_py, CompiledSchema};
+use crate::parse::{columns_to_parts, columns_to_py, CompiledSchema};
 use crate::table::Table;
 
 /// The most room `read_parsed` makes up front for a batch's bytes values.
@@ -242,14 +242,13 @@ impl RecordReader {
     /// `read_parsed` of Examples once the reader was handed back at a large record: the
     /// records read ahead before it, then each record read in place and parsed at once
     /// (see `MultiFileReader::read_each`).
-    fn parse_in_place<'py>(
+    fn parse_in_place(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         schema: &CompiledSchema,
         max_records: usize,
         max_bytes: usize,
-        raw_bytes: bool,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    ) -> PyResult<Option<(Vec<Parsed>, Vec<Assembled>)>> {
         let RecordReader {
             inner,
             batch,
@@ -289,12 +288,7 @@ impl RecordReader {
             let assembled = schema.schema.assemble(&refs)?;
             Ok(Some((parsed, assembled)))
         });
-        let parsed = parsed.map_err(|e| self.located(e)).py_err(py)?;
-        let Some((parsed, assembled)) = parsed else {
-            return Ok(None);
-        };
-        let columns = columns_to_py(py, assembled, parsed, raw_bytes)?;
-        Ok(Some(PyList::new(py, columns)?.into_any()))
+        parsed.map_err(|e| self.located(e)).py_err(py)
     }
 
     /// `e`, for a record of the last batch, named by the record's file and index there.
@@ -425,8 +419,10 @@ impl RecordReader {
     /// With `feature_lists` the records are `SequenceExample`s: returns `(context, lists)`,
     /// the context as above and each list laid out without padding (see
     /// `parse_sequence_lists`).
-    /// `max_bytes` ends a batch once its records hold that many bytes.
-    #[pyo3(signature = (schema, max_records=1024, raw_bytes=false, feature_lists=None, max_bytes=usize::MAX))]
+    /// `max_bytes` ends a batch once its records hold that many bytes. With `as_dict`,
+    /// the batch of Examples comes as the dict `schema.outputs` makes of it.
+    #[pyo3(signature = (schema, max_records=1024, raw_bytes=false, feature_lists=None, max_bytes=usize::MAX, as_dict=false))]
+    #[allow(clippy::too_many_arguments)]
     fn read_parsed<'py>(
         &mut self,
         py: Python<'py>,
@@ -435,6 +431,7 @@ impl RecordReader {
         raw_bytes: bool,
         feature_lists: Option<PyRef<'py, CompiledLists>>,
         max_bytes: usize,
+        as_dict: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         crate::errors::guard("RecordReader.read_parsed", || {
             let wanted = feature_lists.as_ref().map(|l| Arc::clone(&l.schema));
@@ -452,7 +449,13 @@ impl RecordReader {
                 let shape = (max_records, max_bytes);
                 self.next_batch_until_over(py, shape, over, Some(schemas.clone()))?;
                 if self.handed_back {
-                    return self.parse_in_place(py, schema, max_records, max_bytes, raw_bytes);
+                    let Some((parsed, assembled)) =
+                        self.parse_in_place(py, schema, max_records, max_bytes)?
+                    else {
+                        return Ok(None);
+                    };
+                    return batch_to_py(py, schema, parsed, assembled, raw_bytes, as_dict)
+                        .map(Some);
                 }
             } else {
                 self.next_batch(py, max_records, max_bytes, Some(schemas.clone()))?;
@@ -479,10 +482,10 @@ impl RecordReader {
                 }
             };
             let (parsed, assembled, lists) = parsed.map_err(|e| self.located(e)).py_err(py)?;
-            let context = PyList::new(py, columns_to_py(py, assembled, parsed, raw_bytes)?)?;
             let Some(lists) = lists else {
-                return Ok(Some(context.into_any()));
+                return batch_to_py(py, schema, parsed, assembled, raw_bytes, as_dict).map(Some);
             };
+            let context = PyList::new(py, columns_to_py(py, assembled, parsed, raw_bytes)?)?;
             let specs = wanted.as_deref().expect("lists were parsed");
             let lists = crate::lists::lists_to_py(py, specs, lists)?;
             let both = [context.into_any(), lists.into_any()];
@@ -981,4 +984,21 @@ impl OffsetReader {
     fn closed(&self) -> bool {
         self.inner.is_none()
     }
+}
+
+/// A parsed batch of Examples for Python: what `parse_examples` returns, or with
+/// `as_dict` the dict `schema.outputs` makes of it.
+fn batch_to_py<'py>(
+    py: Python<'py>,
+    schema: &CompiledSchema,
+    parsed: Vec<Parsed>,
+    assembled: Vec<Assembled>,
+    raw_bytes: bool,
+    as_dict: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    if as_dict {
+        let parts = columns_to_parts(py, assembled, parsed, raw_bytes)?;
+        return Ok(schema.dict(py, parts)?.into_any());
+    }
+    Ok(PyList::new(py, columns_to_py(py, assembled, parsed, raw_bytes)?)?.into_any())
 }

@@ -11,7 +11,7 @@ from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from ..io.paths import StorageOptions
 from ..io.policy import OnError
 from ..io.ranges import ReadPaths
-from ..io.records import _batches, _located, _open
+from ..io.records import _batches, _open
 from ..io.reports import ReadReport
 from .example import decode_sequence_example, foreign
 from .features import Schema, _as_schema
@@ -62,10 +62,11 @@ def read_examples(
     schema = _as_schema(schema)
     compiled = schema.compiled()
     reader = _open(paths, o, ahead=True)
-    batches = _batches(
-        lambda: reader.read_parsed(compiled, batch_size, max_bytes=batch_bytes), o, reader
+    return _batches(
+        lambda: reader.read_parsed(compiled, batch_size, max_bytes=batch_bytes, as_dict=True),
+        o,
+        reader,
     )
-    return (_located(reader, compiled.outputs, parsed) for parsed in batches)
 
 
 #: Schema inference reads at most this many bytes of records (large ones: images, audio).
