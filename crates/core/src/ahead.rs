@@ -11,14 +11,20 @@ use crate::batch::RecordBatch;
 use crate::error::{Error, ErrorKind, Result};
 use crate::multi::MultiFileReader;
 
-/// Batches read ahead of the consumer: at most one waiting and one being read, besides
-/// the one the consumer holds. Dropping it stops the thread after the read in progress.
+/// Batches read ahead of the consumer: at most one run of them waiting and one being
+/// read, besides the one the consumer holds. A run is one batch, or, while the consumer
+/// is busy, the small batches read meanwhile, up to [`RUN_RECORDS`] records and
+/// [`RUN_BYTES`] bytes: they are handed over together, so that small batches do not
+/// cost the two threads a wake-up each. Dropping it stops the thread after the read in
+/// progress.
 ///
 /// Given work (see [`BatchesAhead::with_work`]), the reading thread also does it on each
 /// batch it reads while the consumer is still busy, rather than wait idle for room:
 /// the work of a batch falls to whichever side would otherwise wait.
 pub struct BatchesAhead<W: Send + 'static = ()> {
-    batches: Receiver<Ahead<W>>,
+    batches: Receiver<Vec<Ahead<W>>>,
+    /// The rest of the run being handed out.
+    run: std::collections::VecDeque<Ahead<W>>,
     spent: Sender<RecordBatch>,
     paths: Vec<String>,
     delivered: Vec<u64>,
@@ -43,6 +49,12 @@ struct Ahead<W> {
     reader: Option<Box<MultiFileReader>>,
     done: Option<W>,
 }
+
+/// A run of batches read while the consumer was busy ends once it holds this many
+/// records, or [`RUN_BYTES`] bytes: what one batch of the usual size holds.
+pub const RUN_RECORDS: usize = 1024;
+/// See [`RUN_RECORDS`].
+pub const RUN_BYTES: usize = 4 << 20;
 
 /// What the reading thread may do on a batch while the consumer is busy.
 pub type Work<W> = Box<dyn FnMut(&RecordBatch) -> W + Send>;
@@ -101,80 +113,99 @@ impl<W: Send + 'static> BatchesAhead<W> {
         mut work: Option<Work<W>>,
     ) -> Self {
         let paths = reader.paths().to_vec();
-        let (tx, batches) = bounded::<Ahead<W>>(1);
+        let (tx, batches) = bounded::<Vec<Ahead<W>>>(1);
         let (spent, reuse) = bounded::<RecordBatch>(2);
         let spawned = thread::Builder::new()
             .name("tfrecordkit-batches".into())
-            .spawn(move || loop {
-                let mut batch = reuse.try_recv().unwrap_or_default();
-                batch.clear();
-                let result = Error::catch("the batch read-ahead thread", || {
-                    reader.read_batch_until(&mut batch, max_records, max_bytes, over)
-                })
-                .and_then(|r| r);
-                if batch.before_large {
-                    let runs = reader.batch_runs().to_vec();
-                    let _ = tx.send(Ahead {
+            .spawn(move || {
+                let mut run: Vec<Ahead<W>> = Vec::new();
+                let (mut records, mut bytes) = (0, 0);
+                loop {
+                    let mut batch = reuse.try_recv().unwrap_or_default();
+                    batch.clear();
+                    let result = Error::catch("the batch read-ahead thread", || {
+                        reader.read_batch_until(&mut batch, max_records, max_bytes, over)
+                    })
+                    .and_then(|r| r);
+                    if batch.before_large {
+                        let runs = reader.batch_runs().to_vec();
+                        run.push(Ahead {
+                            batch,
+                            result,
+                            runs,
+                            opened: reader.opened(),
+                            reader: Some(Box::new(reader)),
+                            done: None,
+                        });
+                        let _ = tx.send(run);
+                        return;
+                    }
+                    let end = result.is_ok() && batch.is_empty();
+                    let broken = matches!(&result, Err(e) if e.kind == ErrorKind::Internal);
+                    let stop = end || broken;
+                    // An error goes out at once, after the batches read before it.
+                    let now = stop || result.is_err();
+                    // An error comes alone, and the runs the reader holds then are older.
+                    let runs = if batch.is_empty() {
+                        Vec::new()
+                    } else {
+                        reader.batch_runs().to_vec()
+                    };
+                    records += batch.len();
+                    bytes += batch.bytes();
+                    run.push(Ahead {
                         batch,
                         result,
                         runs,
                         opened: reader.opened(),
-                        reader: Some(Box::new(reader)),
+                        reader: None,
                         done: None,
                     });
-                    return;
-                }
-                let end = result.is_ok() && batch.is_empty();
-                let broken = matches!(&result, Err(e) if e.kind == ErrorKind::Internal);
-                // An error comes alone, and the runs the reader holds then are older.
-                let runs = if batch.is_empty() {
-                    Vec::new()
-                } else {
-                    reader.batch_runs().to_vec()
-                };
-                let ahead = Ahead {
-                    batch,
-                    result,
-                    runs,
-                    opened: reader.opened(),
-                    reader: None,
-                    done: None,
-                };
-                let sent = match tx.try_send(ahead) {
-                    Ok(()) => Ok(()),
-                    Err(TrySendError::Disconnected(_)) => return,
-                    // The consumer is still busy: the batch is worked on here meanwhile.
-                    Err(TrySendError::Full(mut ahead)) => {
-                        if let (Some(work), Ok(())) = (work.as_mut(), &ahead.result) {
-                            if !ahead.batch.is_empty() {
-                                let batch = &ahead.batch;
-                                ahead.done = catch_unwind(AssertUnwindSafe(|| work(batch))).ok();
+                    let sent = match tx.try_send(std::mem::take(&mut run)) {
+                        Ok(()) => Ok(()),
+                        Err(TrySendError::Disconnected(_)) => return,
+                        // The consumer is still busy with the run before: this batch is
+                        // worked on here meanwhile, and joins the run being read.
+                        Err(TrySendError::Full(back)) => {
+                            run = back;
+                            let ahead = run.last_mut().expect("the batch just read");
+                            if let (Some(work), Ok(())) = (work.as_mut(), &ahead.result) {
+                                if !ahead.batch.is_empty() {
+                                    let batch = &ahead.batch;
+                                    ahead.done =
+                                        catch_unwind(AssertUnwindSafe(|| work(batch))).ok();
+                                }
                             }
+                            if !now && records < RUN_RECORDS && bytes < RUN_BYTES {
+                                continue;
+                            }
+                            tx.send(std::mem::take(&mut run)).map_err(drop)
                         }
-                        tx.send(ahead)
+                    };
+                    (records, bytes) = (0, 0);
+                    if sent.is_err() || stop {
+                        return;
                     }
-                };
-                if sent.is_err() || end || broken {
-                    return;
                 }
             });
         let batches = match spawned {
             Ok(_) => batches,
             Err(e) => {
                 let (tx, rx) = bounded(1);
-                let _ = tx.send(Ahead {
+                let _ = tx.send(vec![Ahead {
                     batch: RecordBatch::default(),
                     result: Err(Error::io(e, None)),
                     runs: Vec::new(),
                     opened: 0,
                     reader: None,
                     done: None,
-                });
+                }]);
                 rx
             }
         };
         BatchesAhead {
             batches,
+            run: Default::default(),
             spent,
             paths,
             delivered: Vec::new(),
@@ -224,7 +255,16 @@ impl<W: Send + 'static> BatchesAhead<W> {
         if self.ended {
             return Ok(());
         }
-        let Ok(ahead) = self.batches.recv() else {
+        if self.run.is_empty() {
+            match self.batches.recv() {
+                Ok(run) => self.run.extend(run),
+                Err(_) => {
+                    self.ended = true;
+                    return Ok(());
+                }
+            }
+        }
+        let Some(ahead) = self.run.pop_front() else {
             self.ended = true;
             return Ok(());
         };

@@ -331,3 +331,46 @@ fn work_is_done_ahead_while_the_consumer_is_busy_and_matches_its_batch() {
     let got: Vec<Vec<u8>> = got.into_iter().flat_map(Result::unwrap).collect();
     assert!(got == recs);
 }
+
+#[test]
+fn batches_read_while_the_consumer_is_busy_come_as_they_would_one_by_one() {
+    // A slow consumer: the reading thread hands small batches over in runs.
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_file(dir.path(), "a", &records(40, 0));
+    let c = write_file(dir.path(), "c", &records(60, 9));
+    let mut bytes = std::fs::read(&c).unwrap();
+    bytes[150] ^= 0xff;
+    std::fs::write(&c, &bytes).unwrap();
+    let paths = vec![a, c];
+    let opts = ReadOptions {
+        resync: true,
+        ..ReadOptions::default()
+    };
+    let first_origin = |origin: Option<(&str, u64)>| origin.map(|(p, i)| (p.to_owned(), i));
+    let mut now = MultiFileReader::new(paths.clone(), opts, None);
+    let mut want_origins = Vec::new();
+    let want = drain(|batch| {
+        batch.clear();
+        let read = now.read_batch(batch, 3, usize::MAX);
+        if read.is_ok() {
+            want_origins.push(first_origin(now.origin_in_batch(0)));
+        }
+        read
+    });
+    assert!(want.iter().any(Result::is_err), "the damage is seen");
+    let mut ahead = BatchesAhead::new(MultiFileReader::new(paths, opts, None), 3, usize::MAX);
+    let mut got_origins = Vec::new();
+    let got = drain(|batch| {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let read = ahead.next_batch(batch);
+        if read.is_ok() {
+            got_origins.push(first_origin(ahead.origin_in_batch(0)));
+        }
+        read
+    });
+    assert_eq!(got, want);
+    assert_eq!(got_origins, want_origins);
+    let counted: Vec<u64> = ahead.delivered().map(|(_, n)| n).collect();
+    let expected: Vec<u64> = now.delivered().map(|(_, n)| n).collect();
+    assert_eq!(counted, expected);
+}
