@@ -1,6 +1,6 @@
-//! Batches of records read on a thread of their own, a batch ahead of the consumer, so
-//! that reading and checking the next batch overlaps whatever the consumer does with the
-//! last one (parsing it, say).
+//! Batches of records read on a thread of their own, a batch (or a run of small ones)
+//! ahead of the consumer, so that reading and checking the next batch overlaps whatever
+//! the consumer does with the last one (parsing it, say).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread;
