@@ -157,3 +157,41 @@ def test_write_examples_of_nothing_is_one_empty_shard(tmp_path):
     manifest = tfr.Manifest.load(tmp_path / "e")
     assert manifest.records == 0 and len(manifest.shards) == 1
     assert tfr.count(manifest.files) == 0
+
+
+def test_cli_convert_on_beam_shows_only_its_summary(table, tmp_path):
+    # A fresh interpreter imports Beam, which logs notes about optional Google Cloud
+    # libraries: the command keeps them off the user's terminal.
+    import subprocess
+    import sys
+
+    out = tmp_path / "quiet"
+    args = ["convert", str(table.csv), str(out), "--runner", "DirectRunner"]
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecordkit", *args, "--option", "direct_num_workers=1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.startswith("converted 30 rows") and done.stdout.count("\n") == 1
+
+
+def test_a_beam_runner_without_beam_says_what_to_install(table, tmp_path, monkeypatch, capsys):
+    import sys
+
+    from tfrecordkit.cli import run
+
+    monkeypatch.setitem(sys.modules, "apache_beam", None)
+    for name in ("tfrecordkit.conversion.beam_runner", "tfrecordkit.integrations.beam"):
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ImportError, match=r"needs Apache Beam: pip install 'tfrecordkit\[beam\]'"):
+        tfr.convert(table.csv, tmp_path / "a", runner="DirectRunner", progress=False)
+    with pytest.raises(SystemExit) as done:
+        run(["convert", str(table.csv), str(tmp_path / "b"), "--runner", "DirectRunner"])
+    assert done.value.code == 1
+    err = capsys.readouterr().err
+    need = "runner='DirectRunner' needs Apache Beam: pip install 'tfrecordkit[beam]'"
+    assert err == f"error: {need}\n"
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -132,6 +132,13 @@ def test_cli_convert(table, tmp_path):
     assert np.sum([tfr.count(str(tmp_path / "c" / f"{s}-*")) for s in ("train", "test")]) == 24
 
 
+def test_cli_convert_prints_its_summary_once(table, tmp_path):
+    result = CliRunner().invoke(main, ["convert", str(table.csv), str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("converted 30 rows"), lines
+
+
 @pytest.mark.parametrize("compression", ["gzip", "zlib"])
 def test_cli_convert_compresses_as_reshard_does(table, tmp_path, compression):
     out = tmp_path / compression

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
 import os
 import sys
@@ -434,6 +435,8 @@ def convert(
 
     from ..conversion import convert as run
 
+    if runner.lower() != "local":
+        _import_beam_quietly()
     try:
         summary = run(
             source,
@@ -451,9 +454,26 @@ def convert(
             tfds=tfds,
             storage_options=_so(),
         )
-    except (OSError, TFRecordError, ValueError, NotImplementedError) as err:
+    except (OSError, TFRecordError, ValueError, NotImplementedError, ImportError) as err:
         _fail(err)
     click.echo(_dumps(asdict(summary)) if as_json else str(summary))
+
+
+def _import_beam_quietly() -> None:
+    """Imports Apache Beam without the notes it logs about optional Google Cloud
+    libraries (its errors still show); where Beam is missing, ``convert`` says so."""
+    root = logging.getLogger()
+
+    def errors_only(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+    root.addFilter(errors_only)
+    try:
+        import apache_beam  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        root.removeFilter(errors_only)
 
 
 @main.command()

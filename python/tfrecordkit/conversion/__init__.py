@@ -111,7 +111,14 @@ def convert(
         summary = convert_locally(job)
     else:
         # Apache Beam is imported only for a Beam runner.
-        from .beam_runner import convert_with_beam
+        try:
+            from .beam_runner import convert_with_beam
+        except ImportError as err:
+            if (err.name or "").partition(".")[0] != "apache_beam":
+                raise
+            raise ImportError(
+                f"runner={runner!r} needs Apache Beam: pip install 'tfrecordkit[beam]'"
+            ) from None
 
         summary = convert_with_beam(job, runner, dict(pipeline_options or {}))
     if tfds:

@@ -172,8 +172,6 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
     summary.seconds = time.monotonic() - job.started
     if local:
         write_side_files(output_dir, summary, schema)
-    if job.progress:
-        print(summary)
     return summary
 
 

@@ -128,8 +128,6 @@ def convert_locally(job: Job) -> ConversionSummary:
     summary.discarded = len(discarded)
     summary.seconds = time.monotonic() - job.started
     write_side_files(output_dir, summary, written_schema, options)
-    if job.progress:
-        print(summary)
     return summary
 
 
