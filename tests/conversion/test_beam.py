@@ -185,7 +185,7 @@ def test_a_beam_runner_without_beam_says_what_to_install(table, tmp_path, monkey
 
     monkeypatch.setitem(sys.modules, "apache_beam", None)
     for name in ("tfrecordkit.conversion.beam_runner", "tfrecordkit.integrations.beam"):
-        monkeypatch.delitem(sys.modules, name)
+        monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(ImportError, match=r"needs Apache Beam: pip install 'tfrecordkit\[beam\]'"):
         tfr.convert(table.csv, tmp_path / "a", runner="DirectRunner", progress=False)
     with pytest.raises(SystemExit) as done:
