@@ -263,3 +263,53 @@ def test_large_record(tmp_path):
         w.write(big)
         w.write(b"after")
     assert list(tfr.read_records(path)) == [big, b"after"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_writer_never_replaces_a_pipe_or_a_directory(tmp_path):
+    from click.testing import CliRunner
+    from tfrecordkit.cli import main
+    from tfrecordkit.io.paths import atomic_write
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    (tmp_path / "dir").mkdir()
+    good = tmp_path / "good.tfrecord"
+    with tfr.RecordWriter(good) as w:
+        w.write(b"a record")
+    for target, what in ((pipe, "a named pipe"), (tmp_path / "dir", "a directory")):
+        refused = f"{what} is there, not a regular file, and is never replaced"
+        with pytest.raises(FileExistsError, match=refused) as caught:
+            tfr.RecordWriter(target)
+        assert caught.value.filename == str(target)
+        with pytest.raises(FileExistsError, match=refused):
+            with atomic_write(str(target)) as f:
+                f.write("text")
+        result = CliRunner().invoke(main, ["repair", str(good), "-o", str(target), "--overwrite"])
+        assert result.exit_code == 1 and refused in result.output
+    assert pipe.is_fifo() and (tmp_path / "dir").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "good.tfrecord", "pipe"]
+
+
+def test_a_failed_small_write_names_its_file_and_leaves_nothing(tmp_path, monkeypatch):
+    # A full disk often shows only when the data is synced.
+    from tfrecordkit.io import paths
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    path = tmp_path / "report.html"
+    monkeypatch.setattr(paths.os, "fsync", full)
+    report = tfr.stats(str(_tutorial_file(tmp_path)), progress=False)
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        report.to_html(path)
+    assert caught.value.filename == str(path)
+    assert not path.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def _tutorial_file(tmp_path):
+    path = tmp_path / "t.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        for i in range(5):
+            w.write(tfr.encode_example({"x": [i]}))
+    return path

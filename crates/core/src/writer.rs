@@ -142,12 +142,56 @@ fn temp_name(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(format!(".{name}{suffix}.tmp-{}-{n}", std::process::id()))
 }
 
+/// Refuses a final name held by something other than a regular file or a symbolic link
+/// (a device, a pipe, a socket, a directory): renaming a finished file over it would
+/// destroy it rather than write to it.
+pub fn check_replaceable(path: &Path) -> io::Result<()> {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_symlink() {
+        return Ok(());
+    }
+    let what = if kind.is_dir() {
+        "a directory"
+    } else {
+        special_kind(&kind)
+    };
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{what} is there, not a regular file, and is never replaced"),
+    ))
+}
+
+#[cfg(unix)]
+fn special_kind(kind: &fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &fs::FileType) -> &'static str {
+    "a special file"
+}
+
 /// Moves `from` to `to`. With `replace == false` an existing `to` is never replaced: the
 /// move fails with `AlreadyExists` instead, atomically (`renameat2(RENAME_NOREPLACE)` on
 /// Linux; elsewhere, or where the filesystem lacks it, a hard link then an unlink; on a
 /// filesystem without hard links, a check then a rename).
 pub fn rename_file(from: &Path, to: &Path, replace: bool) -> io::Result<()> {
     if replace {
+        check_replaceable(to)?;
         return fs::rename(from, to);
     }
     #[cfg(target_os = "linux")]
@@ -304,6 +348,9 @@ impl RecordWriter {
             return Err(Error::invalid(
                 "an index needs an uncompressed file or seekable gzip members",
             ));
+        }
+        if opts.atomic {
+            check_replaceable(&final_path).map_err(|e| Error::io(e, Some(path)))?;
         }
         let target = if opts.atomic {
             temp_name(&final_path, "")
@@ -576,13 +623,13 @@ impl RecordWriter {
             return Ok(());
         };
         if let Some(idx) = &finished.index {
-            if let Err(e) = fs::rename(idx, index_path(&self.path, self.compression)) {
+            if let Err(e) = rename_file(idx, &index_path(&self.path, self.compression), true) {
                 self.remove_temps(Some(idx.clone()));
                 let _ = fs::remove_file(&temp);
                 return Err(self.io_err(e));
             }
         }
-        if let Err(e) = fs::rename(&temp, &self.path) {
+        if let Err(e) = rename_file(&temp, &self.path, true) {
             let _ = fs::remove_file(&temp);
             return Err(self.io_err(e));
         }
@@ -649,6 +696,36 @@ mod tests {
         rename_file(&b, &c, false).unwrap();
         assert_eq!(fs::read_to_string(&c).unwrap(), "mine");
         assert!(!b.exists());
+    }
+
+    #[test]
+    fn a_finished_file_never_replaces_a_directory_or_a_pipe() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, sub) = (dir.path().join("a"), dir.path().join("sub"));
+        fs::write(&a, "mine").unwrap();
+        fs::create_dir(&sub).unwrap();
+        let err = rename_file(&a, &sub, true).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+        assert!(err.to_string().starts_with("a directory is there"), "{err}");
+        assert!(sub.is_dir() && a.exists());
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            let pipe = dir.path().join("pipe");
+            let c = std::ffi::CString::new(pipe.to_str().unwrap()).unwrap();
+            // SAFETY: a NUL-terminated path that outlives the call.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            let err = super::RecordWriter::create(pipe.to_str().unwrap(), None, None, true)
+                .err()
+                .unwrap();
+            assert!(err.to_string().contains("a named pipe is there"), "{err}");
+            assert!(fs::symlink_metadata(&pipe).unwrap().file_type().is_fifo());
+            assert_eq!(
+                fs::read_dir(dir.path()).unwrap().count(),
+                3,
+                "no temporary left"
+            );
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Maps core errors onto the one exception hierarchy in `tfrecordkit.errors`.
 
 use pyo3::exceptions::{
-    PyConnectionError, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
-    PyTimeoutError, PyValueError,
+    PyConnectionError, PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyOSError,
+    PyPermissionError, PyTimeoutError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -76,6 +76,7 @@ fn os_error(err: &Error) -> PyErr {
             | io::ErrorKind::NotConnected,
         ) => PyConnectionError::new_err((111, msg, path)),
         Some(io::ErrorKind::ResourceBusy) => PyOSError::new_err((16, msg, path)),
+        Some(io::ErrorKind::AlreadyExists) => PyFileExistsError::new_err((17, msg, path)),
         _ => PyOSError::new_err((5, msg, path)),
     }
 }

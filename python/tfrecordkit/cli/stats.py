@@ -72,7 +72,7 @@ def stats(
             progress=True,
         )
         if html:
-            report.to_html(html)
+            report.to_html(html, storage_options())
     except (OSError, ValueError, TFRecordError) as err:
         fail(err)
     if as_json:

@@ -12,6 +12,7 @@ import errno
 import glob as _glob
 import ntpath
 import os
+import stat
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -566,6 +567,7 @@ def atomic_write(
     >>> with atomic_write("out/labels.txt") as f:  # doctest: +SKIP
     ...     f.write("cat\\n")
     """
+    check_replaceable(path)
     temp = temp_name(path)
     if "b" not in mode:
         kwargs.setdefault("encoding", "utf-8")
@@ -575,12 +577,39 @@ def atomic_write(
             f.flush()
             os.fsync(f.fileno())
         if replace:
+            check_replaceable(path)
             os.replace(temp, path)
         else:
             _no_replace(temp, path)
+    except OSError as err:
+        remove(temp)
+        if err.filename in (None, temp) and err.errno is not None:
+            # A failed write (a full disk...) names the file it was for.
+            raise OSError(err.errno, err.strerror or str(err), path) from err
+        raise
     except BaseException:
         remove(temp)
         raise
+
+
+def check_replaceable(path: str) -> None:
+    """Refuses a final name held by something other than a regular file or a symbolic
+    link (a device, a pipe, a directory): a finished file renamed over it would destroy it
+    rather than write to it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return
+    what = {
+        stat.S_IFDIR: "a directory",
+        stat.S_IFCHR: "a character device",
+        stat.S_IFBLK: "a block device",
+        stat.S_IFIFO: "a named pipe",
+        stat.S_IFSOCK: "a socket",
+    }.get(stat.S_IFMT(mode), "a special file")
+    raise FileExistsError(17, f"{what} is there, not a regular file, and is never replaced", path)
 
 
 def _no_replace(temp: str, path: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import _core
 from ..datasets.writer import Progress
-from ..io.paths import Paths, StorageOptions, basename, expand_paths, opener_for
+from ..io.paths import Paths, StorageOptions, basename, expand_paths, opener_for, write_file
 
 #: The report's format name, written as its ``"format"`` field.
 STATS_FORMAT = "tfrecordkit.stats/1"
@@ -131,15 +131,16 @@ class StatsReport(Mapping[str, Any]):
         """The report as JSON text (``null`` for non-finite numbers)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
-    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+    def to_html(
+        self, path: str | os.PathLike[str] | None = None, storage_options: StorageOptions = None
+    ) -> str:
         """The report as one self-contained HTML page (inline SVG plots, no network), also
-        written to ``path`` when given."""
+        written to ``path`` (a local path or a URL) when given: whole, or not at all."""
         from .html import render
 
         page = render(self.to_dict())
         if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(page)
+            write_file(os.fspath(path), page, storage_options)
         return page
 
     def summary(self) -> str:
