@@ -84,7 +84,7 @@ def convert(
     {'TRAIN': 800, 'VALIDATION': 100, 'TEST': 100}
     """
     started = time.monotonic()
-    output_dir = os.fspath(output_dir)
+    output_dir = os.fspath(output_dir).removeprefix("file://")
     compression = shard_compression(compression)
     columns, rows = read_rows(source, storage_options)
     why = "the column roles; schema means feature specs everywhere else"

@@ -9,7 +9,16 @@ from collections.abc import Callable
 
 from .. import _core
 from ..errors import DataLossError, TFRecordError
-from ..io.paths import Paths, StorageOptions, exists, expand_paths, is_url, opener_for, upload
+from ..io.paths import (
+    Paths,
+    StorageOptions,
+    check_readable,
+    exists,
+    expand_paths,
+    is_url,
+    opener_for,
+    upload,
+)
 from ..io.reports import Damage, FileReport
 
 __all__ = ["repair", "verify"]
@@ -74,10 +83,17 @@ def repair(
     ``overwrite=True``. Either may be a URL (a URL ``dst`` is written locally, then put
     with no replace unless ``overwrite``).
     """
-    src, dst = os.fspath(src), os.fspath(dst)
+    # file:// URLs are local paths.
+    src, dst = (os.fspath(p).removeprefix("file://") for p in (src, dst))
     options = storage_options
     if not exists(src, options):
-        raise FileNotFoundError(errno.ENOENT, "no such file", src)
+        if is_url(src):
+            raise FileNotFoundError(errno.ENOENT, "no such file", src)
+        local = src.removeprefix("file://")
+        if os.path.isdir(local):
+            raise IsADirectoryError(errno.EISDIR, "is a directory; repair reads one file", src)
+        # Missing or out of reach, each said as it is; a device or a pipe is read as it is.
+        check_readable(local)
     if _same(src, dst):
         raise ValueError("repair writes a new file; dst must differ from src")
     if exists(dst, options) and not overwrite:

@@ -296,7 +296,8 @@ def write_dataset(
     >>> manifest.records  # doctest: +SKIP
     1000
     """
-    prefix = os.fspath(prefix)
+    # A file:// URL is a local path.
+    prefix = os.fspath(prefix).removeprefix("file://")
     compression = shard_compression(compression)
     if seekable and compression != "gzip":
         raise ValueError('seekable=True needs compression="gzip"')

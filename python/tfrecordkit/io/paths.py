@@ -176,7 +176,9 @@ def expand_paths(paths: Paths, *, storage_options: StorageOptions = None) -> lis
     for p in items:
         if is_url(p):
             out.extend(_expand_url(p, storage_options))
-        elif GLOB_CHARS & set(p) and not os.path.exists(p):
+            continue
+        p = p.removeprefix("file://")
+        if GLOB_CHARS & set(p) and not os.path.exists(p):
             matches = sorted(m for m in _glob.glob(p) if not is_sidecar(m))
             directories = [m for m in matches if os.path.isdir(m)]
             matches = [m for m in matches if m not in directories]
@@ -195,11 +197,21 @@ def expand_paths(paths: Paths, *, storage_options: StorageOptions = None) -> lis
             raise IsADirectoryError(
                 21, "is a directory; pass its files, or a glob pattern such as DIR/*", p
             )
-        elif not os.path.exists(p):
-            raise FileNotFoundError(2, "no such file", p)
         else:
+            check_readable(p)
             out.append(p)
     return out
+
+
+def check_readable(path: str) -> None:
+    """Raises what keeps ``path`` from being read as a file: missing, or out of reach
+    (a directory on its way that may not be searched...), each named for what it is."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(2, "no such file", path) from None
+    except OSError as err:
+        raise OSError(err.errno, err.strerror, path) from None
 
 
 def filesystem(
