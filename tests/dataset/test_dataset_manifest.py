@@ -279,3 +279,18 @@ def test_count_cli_uses_manifest(tmp_path, ds, no_scan):
     out = json.loads(result.output)
     assert out["total"] == 25 and len(out["files"]) == 5
     assert no_scan == []
+
+
+def test_no_more_shards_than_their_names_count(tmp_path):
+    with pytest.raises(ValueError, match="num_shards must be 1 to 99,999, not 100000"):
+        tfr.write_dataset({"a": [1, 2]}, tmp_path / "n" / "s", num_shards=100_000)
+    with pytest.raises(ValueError, match=r"would take .* shards, more than the 99,999"):
+        tfr.write_dataset({"a": np.arange(200_000)}, tmp_path / "b" / "s", max_shard_bytes=1)
+    assert not list(tmp_path.rglob("*.tfrecord"))
+
+
+def test_convert_refuses_an_image_size_past_the_pixel_bound(tmp_path):
+    with pytest.raises(ValueError, match="more than the 67,108,864 pixels"):
+        tfr.convert("missing.csv", tmp_path, image_size=(9000, 9000))
+    with pytest.raises(ValueError, match="two positive ints"):
+        tfr.convert("missing.csv", tmp_path, image_size=(0, 5))

@@ -20,6 +20,7 @@ import click
 import numpy as np
 
 from ..datasets.index import count as count_records
+from ..datasets.manifest import MAX_SHARDS
 from ..datasets.verify import verify as verify_files
 from ..errors import ExampleDecodeError, TFRecordError
 from ..io.records import read_records
@@ -102,7 +103,12 @@ def _image_size(value: str | None) -> tuple[int, int] | None:
         size = (0, 0)
     if min(size) <= 0:
         raise click.BadParameter(f"{value!r} is not HxW (224x224) or N (for NxN)")
-    return size
+    from ..conversion.rows import check_image_size
+
+    try:
+        return check_image_size(size)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
 
 
 def _json_object(value: str | None) -> dict[str, Any] | None:
@@ -395,7 +401,7 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
     callback=lambda _, __, v: _json_object(v),
     help='Column roles as JSON, e.g. \'{"split": "split", "path": "image_uri", "y": "label"}\'.',
 )
-@click.option("-n", "--num-shards", type=click.IntRange(1), help="Shards per split.")
+@click.option("-n", "--num-shards", type=click.IntRange(1, MAX_SHARDS), help="Shards per split.")
 @click.option(
     "--compression",
     "out_compression",
@@ -518,7 +524,9 @@ class _Sized:
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, help="Prefix of the new shards.")
-@click.option("-n", "--num-shards", type=click.IntRange(1), help="Number of output shards.")
+@click.option(
+    "-n", "--num-shards", type=click.IntRange(1, MAX_SHARDS), help="Number of output shards."
+)
 @click.option(
     "--max-shard-bytes",
     default="128MiB",

@@ -21,7 +21,7 @@ from ..datasets.writer import shard_compression
 from ..integrations import tfds as tfds_lib
 from ..io.paths import expand_paths, join, read_bytes
 from .local import contact_sheet, convert_locally, load
-from .rows import SPLITS, ConversionSummary, Job, check_roles, read_rows
+from .rows import SPLITS, ConversionSummary, Job, check_image_size, check_roles, read_rows
 
 __all__ = ["ConversionSummary", "contact_sheet", "convert", "load", "register_pandas_accessor"]
 
@@ -86,6 +86,7 @@ def convert(
     started = time.monotonic()
     output_dir = os.fspath(output_dir).removeprefix("file://")
     compression = shard_compression(compression)
+    image_size = check_image_size(image_size)
     columns, rows = read_rows(source, storage_options)
     why = "the column roles; schema means feature specs everywhere else"
     roles = check_roles(renamed("convert", "roles", roles, "schema", schema, why), columns)

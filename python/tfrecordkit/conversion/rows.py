@@ -208,6 +208,26 @@ def load_image(
     return data, height, width, channels, source_format.lower()
 
 
+def check_image_size(size: Any) -> tuple[int, int] | None:
+    """``image_size`` as ``(height, width)``: positive ints whose product stays within the
+    pixels an image may decode to."""
+    if size is None:
+        return None
+    try:
+        h, w = size
+        ok = all(isinstance(v, (int, np.integer)) and v > 0 for v in (h, w))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"image_size must be (height, width), two positive ints, not {size!r}")
+    if int(h) * int(w) > _core.MAX_PIXELS:
+        raise ValueError(
+            f"image_size {int(h)}x{int(w)} is more than the {_core.MAX_PIXELS:,} pixels an "
+            "image may decode to"
+        )
+    return int(h), int(w)
+
+
 def check_roles(schema: Mapping[str, str] | None, columns: list[str]) -> dict[str, str]:
     roles = dict(schema or DEFAULT_SCHEMA)
     for column, role in roles.items():

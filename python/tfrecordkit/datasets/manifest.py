@@ -25,6 +25,8 @@ SHARD_RE = re.compile(
 )
 #: The glob of a prefix's shards, after the escaped prefix.
 SHARD_GLOB = "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord*"
+#: The most shards a dataset has: as many as five-digit ``-of-NNNNN`` names count.
+MAX_SHARDS = 99_999
 
 
 def shard_name(prefix: str, index: int, count: int, compression: str | None = None) -> str:

@@ -19,6 +19,7 @@ from ..schema.columns import as_table
 from ..schema.example import decode_example, encode_example, typed_empty
 from ..schema.features import FixedLen, FixedLenSequence, Schema, VarLen, _as_schema
 from ..schema.guess import SchemaGuess
+from .manifest import MAX_SHARDS
 
 if TYPE_CHECKING:
     from .writer import Progress, _Shards
@@ -45,13 +46,18 @@ def _plan_shards(
     total_bytes: int, num_shards: int | None, max_bytes: int, hosts: int | None
 ) -> int:
     if num_shards is not None:
-        if num_shards < 1:
-            raise ValueError(f"num_shards must be at least 1, not {num_shards}")
+        if not 1 <= num_shards <= MAX_SHARDS:
+            raise ValueError(f"num_shards must be 1 to {MAX_SHARDS:,}, not {num_shards}")
         return int(num_shards)
     n = max(1, math.ceil(total_bytes / max_bytes))
+    if n > MAX_SHARDS:
+        raise ValueError(
+            f"{total_bytes:,} bytes in shards of at most {max_bytes:,} would take {n:,} shards, "
+            f"more than the {MAX_SHARDS:,} a dataset's names count; raise max_shard_bytes"
+        )
     if hosts:
         enough = max(1, total_bytes // _MIN_SHARD_BYTES)
-        n = max(n, min(10 * int(hosts), enough))
+        n = max(n, min(10 * int(hosts), enough, MAX_SHARDS))
     return n
 
 
