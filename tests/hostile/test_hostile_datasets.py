@@ -576,3 +576,20 @@ def test_a_foreign_file_is_described_by_a_short_escaped_prefix(tmp_path):
     assert "\u202e" not in message and "secret " * 6 not in message
     quoted = re.search(r'text: "(.*)"', message)
     assert quoted is not None and len(quoted.group(1)) <= 40  # 32 characters, escaped
+
+
+def test_value_row_ids_cannot_make_a_record_allocate_without_bound(tmp_path):
+    # 30 bytes whose last row id claims 2^40 rows: refused before any row is made.
+    ragged = tfr.RaggedFeature
+    schema = {"x": ragged("int64", "v", partitions=[ragged.ValueRowIds("p")])}
+    path = tmp_path / "rows.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"v": [1, 2, 3], "p": [0, 0, 5]}))
+        w.write(tfr.encode_example({"v": [1, 2, 3], "p": [0, 0, 1 << 40]}))
+    with pytest.raises(tfr.SchemaError, match="more empty rows than the 16777216 a batch may"):
+        list(tfr.read_examples(str(path), schema, 16))
+    with pytest.raises(tfr.SchemaError, match=r'"x".*record 1'):
+        list(tfr.Dataset.from_files(str(path)).parse(schema).batch(2))
+    # Rows skipped to within the bound are TensorFlow's: empty rows up to the last id.
+    first = next(tfr.read_records(str(path)))
+    assert tfr.parse_example(first, schema)["x"].row_splits.tolist() == [0, 2, 2, 2, 2, 2, 3]

@@ -266,8 +266,16 @@ impl Partition<'_> {
     }
 
     /// This record's row splits over `n` items of the level below (appended to `out`,
-    /// starting at 0); returns the number of rows, or what is wrong.
-    fn split(&self, r: usize, n: usize, out: &mut Vec<i64>) -> std::result::Result<usize, String> {
+    /// starting at 0); returns the number of rows, or what is wrong. `spare` is how many
+    /// more rows than items the batch may still make: rows no value is in (value row ids
+    /// that skip rows) cost no bytes in the file, so they are bounded, not trusted.
+    fn split(
+        &self,
+        r: usize,
+        n: usize,
+        out: &mut Vec<i64>,
+        spare: &mut usize,
+    ) -> std::result::Result<usize, String> {
         let n64 = n as i64;
         let start = out.len();
         let nondecreasing = |v: &[i64]| v.windows(2).all(|w| w[0] <= w[1]);
@@ -328,6 +336,15 @@ impl Partition<'_> {
                     ));
                 }
                 let rows = ids.last().map_or(0, |&l| l as usize + 1);
+                let empty = rows.saturating_sub(n);
+                if empty > *spare {
+                    return Err(format!(
+                        "value row ids up to {} make {rows} rows for {n} values: more empty \
+                         rows than the {MAX_EMPTY_ROWS} a batch may; parse smaller batches",
+                        rows - 1
+                    ));
+                }
+                *spare -= empty;
                 out.push(0);
                 let mut at = 0;
                 for row in 0..rows {
@@ -347,6 +364,11 @@ impl Partition<'_> {
         Ok(out.len() - start - 1)
     }
 }
+
+/// The most rows without values that value row ids may make in one batch (rows they skip
+/// to cost no bytes in the file, so their number is bounded rather than trusted):
+/// 128 MiB of row splits.
+pub const MAX_EMPTY_ROWS: usize = 1 << 24;
 
 /// The row splits of a `RaggedFeature` over a batch, outermost first: the batch's own
 /// splits, then one level per partition (`partitions` outermost first, as TensorFlow lists
@@ -375,12 +397,13 @@ pub fn ragged_splits(
     // levels[0] is the batch; levels[1 + i] is partition i.
     let mut levels: Vec<Vec<i64>> = vec![vec![0]; partitions.len() + 1];
     let mut local = Vec::new();
+    let mut spare = MAX_EMPTY_ROWS;
     for r in 0..rows {
         let mut n = (value_splits[r + 1] - value_splits[r]) as usize;
         for (i, p) in partitions.iter().enumerate().rev() {
             local.clear();
             let count = p
-                .split(r, n, &mut local)
+                .split(r, n, &mut local, &mut spare)
                 .map_err(|m| bad(key, r, format!("{} partition: {m}", p.name())))?;
             let level = &mut levels[i + 1];
             let base = *level.last().expect("starts with 0");
@@ -484,6 +507,33 @@ mod tests {
         let layout = sparse("s", &cols, &["i"], &splits, &[100], false).unwrap();
         let whole = sparse_rows("s", &cols, &["i"], &splits, 0..600, false).unwrap();
         assert_eq!((layout.indices, layout.order), whole);
+    }
+
+    #[test]
+    fn value_row_ids_cannot_make_rows_without_bound() {
+        // Three values whose last row id is 2^40: rows the file does not pay for.
+        let ids = [0, 0, 1 << 40];
+        let err = ragged_splits(
+            "r",
+            unit(&[0, 3]),
+            &[Partition::ValueRowIds(rows(&ids, &[0, 3]))],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("more empty rows than"), "{err}");
+        // Within the bound across the batch: two records of 2^23 rows each pass, and a
+        // third record past what is left fails.
+        let big = (1i64 << 23) - 1;
+        let ids = [0, big, 0, big, 0, big];
+        let splits = [0, 2, 4, 6];
+        let part = |n| {
+            [Partition::ValueRowIds(rows(
+                &ids[..n],
+                &splits[..n / 2 + 1],
+            ))]
+        };
+        let levels = ragged_splits("r", unit(&splits[..3]), &part(4)).unwrap();
+        assert_eq!(levels[1].len(), 2 * (1 << 23) + 1);
+        assert!(ragged_splits("r", unit(&splits), &part(6)).is_err());
     }
 
     #[test]
