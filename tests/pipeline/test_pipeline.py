@@ -338,6 +338,21 @@ def test_misuse_is_reported_clearly(shards, helpers):
         files.interleave().shuffle(-1)
     with pytest.raises(ValueError, match="index"):
         files.shard(2, 2)
+    # Sizes that would start threads or take memory up front without bound are refused,
+    # as are counts past 64 bits.
+    records = files.interleave()
+    too_many = [
+        (lambda: files.interleave(cycle_length=2**31), "cycle_length must be at most 1,024"),
+        (lambda: files.interleave(num_parallel_calls=10_000), "num_parallel_calls must be at"),
+        (lambda: records.map(len, num_parallel_calls=2**40), "num_parallel_calls must be at"),
+        (lambda: records.prefetch(2**40), "buffer_size must be at most 65,536"),
+        (lambda: records.shuffle(2**70), "buffer_size must be at most"),
+        (lambda: records.batch(2**70), "batch_size must be at most"),
+        (lambda: records.repeat(2**64), "count must be at most"),
+    ]
+    for make, says in too_many:
+        with pytest.raises(ValueError, match=says):
+            make()
     with pytest.raises(ValueError, match="on_error"):
         tfr.Dataset.from_files(paths, on_error="ignore")
     with pytest.raises(FileNotFoundError):

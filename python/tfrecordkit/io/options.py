@@ -105,10 +105,14 @@ class ReadOptions:
 DEFAULT_BATCH_BYTES = 4 << 20
 
 
-def check_count(name: str, value: Any, low: int = 1, *, also: tuple[int, ...] = ()) -> None:
-    """Raises ``ValueError`` unless ``value`` is an int (not a bool) of at least ``low``,
-    or one of ``also`` (``AUTOTUNE``, say)."""
+def check_count(
+    name: str, value: Any, low: int = 1, *, also: tuple[int, ...] = (), high: int = 2**63 - 1
+) -> None:
+    """Raises ``ValueError`` unless ``value`` is an int (not a bool) from ``low`` to
+    ``high``, or one of ``also`` (``AUTOTUNE``, say)."""
     if value in also and not isinstance(value, bool):
         return
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, not {value!r}")
+    if value > high:
+        raise ValueError(f"{name} must be at most {high:,}, not {value!r}")

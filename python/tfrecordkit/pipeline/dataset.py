@@ -157,10 +157,10 @@ class Dataset:
         ``None``, as tf.data's sequential interleave), which changes how fast, never in
         what order. With ``deterministic=False`` records come from whichever file has them
         ready."""
-        _check_count("cycle_length", cycle_length, allow_autotune=True)
+        _check_count("cycle_length", cycle_length, allow_autotune=True, high=MAX_THREADS)
         _check_count("block_length", block_length)
         if num_parallel_calls is not None:
-            _check_count("num_parallel_calls", num_parallel_calls, allow_autotune=True)
+            _check_count("num_parallel_calls", num_parallel_calls, True, high=MAX_THREADS)
         cycle = _stages.cpus() if cycle_length == AUTOTUNE else int(cycle_length)
         if num_parallel_calls == AUTOTUNE:
             reads = 0
@@ -299,7 +299,7 @@ class Dataset:
         if not callable(fn):
             raise TypeError(f"map needs a callable, not {type(fn).__name__}")
         if num_parallel_calls is not None:
-            _check_count("num_parallel_calls", num_parallel_calls, allow_autotune=True)
+            _check_count("num_parallel_calls", num_parallel_calls, True, high=MAX_THREADS)
         return self._then(Map(fn, num_parallel_calls))
 
     def filter(self, predicate: Callable[[Any], Any]) -> Dataset:
@@ -348,6 +348,8 @@ class Dataset:
             if count != -1:
                 raise ValueError(f"count must be None or a non-negative int, not {count!r}")
             count = None
+        if count is not None:
+            _check_count("count", count, allow_zero=True)
         return self._then(_core.Repeat(count))
 
     def cache(self, filename: str | None = None) -> Dataset:
@@ -365,7 +367,7 @@ class Dataset:
         """Prepares up to ``buffer_size`` elements ahead of the consumer. Where batches are
         parsed or decoded on worker threads, each worker also makes one more while those
         wait, so that every worker has work (``AUTOTUNE``: 4)."""
-        _check_count("buffer_size", buffer_size, allow_autotune=True)
+        _check_count("buffer_size", buffer_size, allow_autotune=True, high=MAX_PREFETCH)
         return self._then(Prefetch(4 if buffer_size == AUTOTUNE else int(buffer_size)))
 
     def take(self, count: int) -> Dataset:
@@ -666,10 +668,21 @@ def _seed(seed: Any) -> int | None:
     return int(seed) & _MASK
 
 
+#: The most threads one stage starts (files read at once, calls of a parallel map), and
+#: the most units a prefetch holds ready: each is made up front.
+MAX_THREADS = 1024
+MAX_PREFETCH = 1 << 16
+
+
 def _check_count(
-    name: str, value: Any, allow_autotune: bool = False, allow_zero: bool = False
+    name: str,
+    value: Any,
+    allow_autotune: bool = False,
+    allow_zero: bool = False,
+    high: int = 2**63 - 1,
 ) -> None:
-    check_count(name, value, 0 if allow_zero else 1, also=(AUTOTUNE,) if allow_autotune else ())
+    also = (AUTOTUNE,) if allow_autotune else ()
+    check_count(name, value, 0 if allow_zero else 1, also=also, high=high)
 
 
 def _source(paths: Paths, files_level: bool, o: ReadOptions) -> Source:
