@@ -1486,6 +1486,7 @@ def main() -> None:
         our_parallel_map(arrays, None),
         "tfrecordkit serial map",
         ">= 1.5x",
+        reps=3 * rep,
     )
     measure(
         "map(num_parallel_calls=AUTOTUNE) vs serial, a cheap function holding the GIL",
@@ -1494,6 +1495,7 @@ def main() -> None:
         our_cheap_map(tutorial, None),
         "tfrecordkit serial map",
         ">= 1x (never slower)",
+        reps=3 * rep,
     )
 
     if wanted("image pipeline"):
@@ -1950,8 +1952,9 @@ def write_doc(
         "# Benchmarks",
         "",
         "Measured side by side in one run by `python benchmarks/run.py` (see the README). Each",
-        f"figure is the best of {rep} runs ({3 * rep} for the pipeline overhead and the "
-        f"parsing-vocabulary rows, which take a tenth of a second, {2 * rep} for images),",
+        f"figure is the best of {rep} runs ({3 * rep} for the pipeline overhead, AUTOTUNE and "
+        f"parsing-vocabulary rows, which take a tenth of a second to half a second, {2 * rep} "
+        "for images),",
         "alternating the libraries, over data the script",
         "builds itself; ratios are tfrecordkit's throughput divided by the other library's on",
         "the same file.",
@@ -2013,11 +2016,15 @@ def write_doc(
         "after it runs on an engine thread that hands elements over in chunks);",
         "TensorFlow parses with `parse_single_example` in a `map` and runs `f` as a traced",
         "function. The AUTOTUNE rows compare `map(f, num_parallel_calls=AUTOTUNE)` with a",
-        "serial `map(f)` on the same pipeline. NumPy releases the GIL only inside its loops: on",
-        "this 2-core host the 64 KB NumPy function alone runs 1.31x faster on two threads than",
-        "on one, so with the reading and parsing on the same two cores 1.5x is out of reach here.",
-        "AUTOTUNE spends 50 ms timing each way before it keeps one: a third of the NumPy row's",
-        "0.3 s, so that row moves between 0.96x and 1.22x from run to run.",
+        "serial `map(f)` on the same pipeline. NumPy releases the GIL only inside its loops, and",
+        "the 64 KB function makes 20 NumPy calls of a few microseconds each, the GIL changing",
+        "hands around each one. Alone, outside any pipeline, it runs 1.31x faster on two threads",
+        "than on one on the AMD host and 0.65x to 0.94x as fast on the Intel host (two processes",
+        "run it 1.9x faster there, but handing its arrays to them through pipes and back made it",
+        "0.5x to 0.6x as fast), so 1.5x is out of reach on these hosts; where threads lose,",
+        "AUTOTUNE keeps the function serial. It spends 50 ms timing each way before it keeps",
+        "one, a sixth of the NumPy row's run, so that row moves between 0.91x and 1.22x from run",
+        "to run.",
         "",
         "The pipeline rows run the ImageNet-style tf.data interleave pipeline",
         "(`list_files → interleave(AUTOTUNE, deterministic=False) → parse → cache → shuffle(10000)",
