@@ -294,3 +294,14 @@ def test_convert_refuses_an_image_size_past_the_pixel_bound(tmp_path):
         tfr.convert("missing.csv", tmp_path, image_size=(9000, 9000))
     with pytest.raises(ValueError, match="two positive ints"):
         tfr.convert("missing.csv", tmp_path, image_size=(0, 5))
+
+
+def test_a_manifest_cannot_claim_more_records_than_its_shards_hold(tmp_path):
+    manifest = tfr.write_dataset({"a": np.arange(10)}, tmp_path / "s", num_shards=1)
+    path = tmp_path / "s.manifest.json"
+    doc = json.loads(path.read_text())
+    doc["shards"][0]["records"] = 2**62
+    path.write_text(json.dumps(doc))
+    shard = str(tmp_path / manifest.shards[0].file)
+    assert tfr.count(shard) == 10
+    assert len(list(tfr.Dataset.from_files(shard))) == 10

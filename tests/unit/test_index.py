@@ -95,11 +95,22 @@ def test_stale_or_damaged_index_is_data_loss(tmp_path):
     offset, length = map(int, lines[5].split())
     lines[5] = f"{offset + 1} {length}"
     (tmp_path / "y.tfrecord.idx").write_text("\n".join(lines) + "\n")
-    idx = tfr.RecordIndex(path2)
-    assert idx[4] == records(20)[4]
-    with pytest.raises(tfr.DataLossError) as info:
-        idx[5]
-    assert info.value.path == str(path2)
+    # An entry that does not start where the one before it ends is refused on opening.
+    with pytest.raises(tfr.DataLossError, match="index entry 5 starts at byte") as info:
+        tfr.RecordIndex(path2)
+    assert info.value.path == str(path2) + ".idx"
+    # So is an index that lists a file's records in another order, or some twice: counts
+    # and byte ranges scan the file instead of trusting it.
+    lines[5] = f"{offset} {length}"
+    (tmp_path / "y.tfrecord.idx").write_text("\n".join(lines[1:2] + lines[:1] + lines[2:]) + "\n")
+    with pytest.raises(tfr.DataLossError, match="index entry 0 starts at byte"):
+        tfr.RecordIndex(path2)
+    assert tfr.count(str(path2)) == 20
+    (tmp_path / "y.tfrecord.idx").write_text("\n".join(lines[:1] * 1000 + lines[1:]) + "\n")
+    assert tfr.count(str(path2)) == 20
+    spans = tfr.byte_ranges([str(path2)], target_bytes=200)
+    with pytest.raises(tfr.DataLossError, match="index entry 1 starts at byte"):
+        [r for span in spans for r in tfr.read_records(span)]
     with pytest.raises(FileNotFoundError):
         tfr.RecordIndex(tmp_path / "nothing.tfrecord")
 

@@ -229,10 +229,16 @@ def _known_count(path: str, manifests: dict[str, Any], options: StorageOptions) 
         manifest = manifests[mpath]
         if manifest is not None:
             for shard in manifest.shards:
-                if shard.file == name and shard.bytes == size:
+                if shard.file == name and shard.bytes == size and shard.records <= _most(size):
                     return shard.records
     known = _index_count(path + ".idx", size, 2, options)
     return known if known is not None else _index_count(path + ".gzi", size, 4, options)
+
+
+def _most(size: int) -> int:
+    """The most records ``size`` bytes of a file can hold: 16 bytes of framing each, or,
+    compressed, what deflate expands them to at most (1,032 to 1)."""
+    return size * 1032 // 16
 
 
 def _index_count(index: str, size: int, columns: int, options: StorageOptions) -> int | None:

@@ -132,13 +132,53 @@ def index_offsets(path: str, storage_options: StorageOptions) -> np.ndarray:
 
 def load_index(path: str, columns: int, options: StorageOptions) -> np.ndarray:
     """The table of numbers of the index sidecar at ``path``, a row per entry; a
-    ``DataLossError`` naming it when it is not a table of non-negative numbers."""
+    ``DataLossError`` naming it when it is not a table of non-negative numbers, or when
+    its entries do not follow one another from the file's first byte: ``offset length``
+    per record (``.idx``, each at least a record's 16 bytes of framing), or ``offset length
+    first records`` per gzip member (``.gzi``)."""
     text = read_bytes(path, options)
     try:
-        return _core.parse_index(text, columns).reshape(-1, columns)
+        table = _core.parse_index(text, columns).reshape(-1, columns)
     except DataLossError as err:
         err.path = path
         raise
+    if len(table):
+        _check_entries(path, table, columns)
+    return table
+
+
+def _check_entries(path: str, table: np.ndarray, columns: int) -> None:
+    offsets, lengths = table[:, 0], table[:, 1]
+    starts = np.concatenate(([0], offsets[:-1] + lengths[:-1]))
+    bad = np.flatnonzero(offsets != starts)
+    if len(bad):
+        i = int(bad[0])
+        where = "the file's first byte" if i == 0 else "where the entry before it ends"
+        raise DataLossError(
+            f"index entry {i} starts at byte {int(offsets[i])}, not at byte {int(starts[i])}, "
+            f"{where}; rebuild the index",
+            path=path,
+        )
+    least = 16 if columns == 2 else 1
+    short = np.flatnonzero(lengths < least)
+    if len(short):
+        i = int(short[0])
+        raise DataLossError(
+            f"index entry {i} is {int(lengths[i])} bytes long, shorter than a record; "
+            "rebuild the index",
+            path=path,
+        )
+    if columns == 4:
+        firsts, counts = table[:, 2], table[:, 3]
+        expected = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        wrong = np.flatnonzero(firsts != expected)
+        if len(wrong):
+            i = int(wrong[0])
+            raise DataLossError(
+                f"index entry {i} says its member's first record is {int(firsts[i])}, not "
+                f"{int(expected[i])}; rebuild the index",
+                path=path,
+            )
 
 
 def resolve(
