@@ -80,3 +80,23 @@ def test_large_records_stream_whole_across_blocks(range_server):
     url = f"{range_server.url}/large.tfrecord"
     assert list(tfr.read_records(url)) == records
     assert [r for b in tfr.read_batches(url, 2) for r in b] == records
+
+
+def test_a_storage_option_the_filesystem_does_not_take_is_not_a_missing_object(served):
+    server, name, n, _ = served
+    url = f"{server.url}/{name}"
+    with pytest.raises(OSError, match="a storage option is not one its filesystem takes") as info:
+        tfr.count(url, storage_options={"anon": True})
+    assert not isinstance(info.value, FileNotFoundError) and url in str(info.value)
+    assert tfr.count(url) == n
+
+
+def test_urls_no_installed_filesystem_serves_say_so():
+    with pytest.raises(ValueError, match=r"no filesystem serves bogus:// URLs"):
+        tfr.count("bogus://bucket/x.tfrecord")
+    # fsspec knows gs://, and names the package that serves it when it is not installed.
+    try:
+        import gcsfs  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"gs://bucket/x.tfrecord: .*gcsfs"):
+            list(tfr.read_records("gs://bucket/x.tfrecord"))

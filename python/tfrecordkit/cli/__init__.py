@@ -199,7 +199,7 @@ def head(file: str, num: int, as_json: bool, compression: str) -> None:
                     shown = ", ".join(_human_value(step, 4) for step in steps[:3])
                     more = f", ... ({len(steps)} steps)" if len(steps) > 3 else ""
                     click.echo(f"  {key} (feature list): [{shown}{more}]")
-    except (OSError, TFRecordError) as err:
+    except (OSError, TFRecordError, ValueError) as err:
         _fail(err)
 
 
@@ -216,7 +216,7 @@ def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
         counts = {
             f: count_records(f, compression=_c(compression), storage_options=_so()) for f in files
         }
-    except (OSError, TFRecordError) as err:
+    except (OSError, TFRecordError, ValueError) as err:
         _fail(err)
     total = sum(counts.values())
     if as_json:
@@ -236,7 +236,7 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
     """Check every checksum in PATHS; exit 1 if anything is damaged."""
     try:
         reports = verify_files(list(paths), compression=_c(compression), storage_options=_so())
-    except OSError as err:
+    except (OSError, ValueError) as err:
         _fail(err)
     for r in reports:
         if as_json:
@@ -290,7 +290,7 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
         guessed = infer_schema(
             list(paths), sample, compression=_c(compression), storage_options=_so()
         )
-    except (OSError, TFRecordError) as err:
+    except (OSError, TFRecordError, ValueError) as err:
         _fail(err)
     lists = guessed.sequence
     if as_json:
@@ -319,7 +319,7 @@ def index(paths: tuple[str, ...]) -> None:
     failed = False
     try:
         files = expand_paths(list(paths), storage_options=_so())
-    except OSError as err:
+    except (OSError, ValueError) as err:
         _fail(err)
     for f in files:
         try:
@@ -637,6 +637,10 @@ def run(args: list[str] | None = None) -> NoReturn:
     except BrokenPipeError:
         # The reader of our output went away (`tfrecordkit head ... | head -1`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except ImportError as err:
+        # A package the work needs is missing: the message says which to install.
+        click.echo(f"error: {_message(err)}", err=True)
         sys.exit(1)
     except Exception as err:
         # What no command expected (a dependency's own exception, or a bug): still one line.

@@ -219,12 +219,28 @@ def filesystem(
 ) -> tuple[Any, str]:
     """The fsspec filesystem of ``url`` (opened with ``storage_options``) and the path
     inside it."""
+    fsspec = _filesystem_for(url, what)
+    with remote_errors(url):
+        return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+
+
+def _filesystem_for(url: str, what: str = "reading") -> Any:
+    """fsspec, once it is known to serve ``url``'s scheme: an ``ImportError`` saying what to
+    install where fsspec or the scheme's package is missing, a ``ValueError`` for a scheme
+    no filesystem serves."""
     try:
         import fsspec
     except ImportError:
         raise ImportError(f"{what} {url} needs fsspec: pip install 'tfrecordkit[remote]'") from None
-    with remote_errors(url):
-        return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    scheme = url.split("://", 1)[0]
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ImportError as err:
+        # fsspec knows the scheme, and says which package serves it.
+        raise ImportError(f"{what} {url}: {' '.join(str(err).split())}") from None
+    except ValueError:
+        raise ValueError(f"no filesystem serves {scheme}:// URLs such as {url}") from None
+    return fsspec
 
 
 def as_url(url_like: str, fs_path: str) -> str:
@@ -237,6 +253,7 @@ def as_url(url_like: str, fs_path: str) -> str:
 
 def _expand_url(url: str, storage_options: StorageOptions) -> list[str]:
     if not GLOB_CHARS & set(url):
+        _filesystem_for(url)
         return [url]
     fs, _ = filesystem(url, storage_options=storage_options)
     with remote_errors(url):
@@ -344,6 +361,11 @@ def _remote_error(err: BaseException, url: str) -> OSError | None:
         seen = seen.__cause__ or seen.__context__
     missing = None
     for e in chain:
+        if isinstance(e, TypeError) and "unexpected keyword argument" in str(e):
+            # A storage option the filesystem's client does not take: not a missing object.
+            return OSError(
+                errno.EINVAL, f"a storage option is not one its filesystem takes ({_cause(e)})", url
+            )
         name, status, code = type(e).__name__, _status(e), _code(e)
         if name in _CREDENTIALS:
             return PermissionError(errno.EACCES, f"no usable credentials ({_cause(e)})", url)
