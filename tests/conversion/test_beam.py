@@ -195,3 +195,11 @@ def test_a_beam_runner_without_beam_says_what_to_install(table, tmp_path, monkey
     need = "runner='DirectRunner' needs Apache Beam: pip install 'tfrecordkit[beam]'"
     assert err == f"error: {need}\n"
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_pipeline_option_beam_cannot_parse_is_a_value_error(table, tmp_path):
+    out = tmp_path / "o"
+    options = {"direct_num_workers": "abc"}
+    with pytest.raises(ValueError, match="--direct_num_workers: invalid int value: 'abc'"):
+        tfr.convert(table.csv, out, runner="DirectRunner", pipeline_options=options)
+    assert not out.exists()

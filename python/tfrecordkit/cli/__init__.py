@@ -467,7 +467,7 @@ def convert(
 
 def _import_beam_quietly() -> None:
     """Imports Apache Beam without the notes it logs about optional Google Cloud
-    libraries (its errors still show); where Beam is missing, ``convert`` says so."""
+    libraries, and keeps its logs quiet; where Beam is missing, ``convert`` says so."""
     root = logging.getLogger()
 
     def errors_only(record: logging.LogRecord) -> bool:
@@ -480,6 +480,9 @@ def _import_beam_quietly() -> None:
         pass
     finally:
         root.removeFilter(errors_only)
+    # What goes wrong in the pipeline reaches the user as one line; Beam's own logs of it
+    # (tracebacks from workers) stay off the terminal.
+    logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
 
 
 @main.command()

@@ -5,6 +5,7 @@ by :class:`tfrecordkit.integrations.beam.WriteExamples` and committed as one dat
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -90,10 +91,33 @@ def _table_rows(_: object, rows: Callable[[], Iterator[dict[str, Any]]]) -> Iter
     yield from enumerate(rows())
 
 
+def _pipeline_options(runner: str, pipeline_options: dict[str, Any]) -> PipelineOptions:
+    """The options as Beam parses them, as command-line flags so that it checks each
+    option's type; a ``ValueError`` saying which is wrong, where Beam's parser would print
+    its usage and exit."""
+    flags = [f"--runner={runner}"]
+    for key, value in pipeline_options.items():
+        if value is True:
+            flags.append(f"--{key}")
+        elif value is not False and value is not None:
+            flags.append(f"--{key}={value}")
+    options = PipelineOptions(flags)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            options.get_all_options()
+    except SystemExit:
+        lines = [line for line in said.getvalue().splitlines() if line.strip()]
+        why = lines[-1].split("error: ", 1)[-1] if lines else "not valid"
+        raise ValueError(f"pipeline options: {why}") from None
+    return options
+
+
 def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -> ConversionSummary:
     columns, roles, by_role = job.columns, job.roles, job.by_role
     output_dir, compression = job.output_dir, job.compression
     local = not is_url(output_dir)
+    options = _pipeline_options(runner, pipeline_options)
     if local:
         os.makedirs(output_dir, exist_ok=True)
         prefixes = [join(output_dir, s.lower()) for s in SPLITS]
@@ -107,14 +131,6 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
     label_col = by_role.get("label")
     strings = label_col is not None and label_kind(r.get(label_col) for r in job.rows()) == "string"
     header = ",".join(["row", "reason", *columns])
-    # As command-line flags, so that Beam parses each option's type.
-    flags = [f"--runner={runner}"]
-    for key, value in pipeline_options.items():
-        if value is True:
-            flags.append(f"--{key}")
-        elif value is not False and value is not None:
-            flags.append(f"--{key}={value}")
-    options = PipelineOptions(flags)
     with beam.Pipeline(options=options) as p:
         checked = (
             p
