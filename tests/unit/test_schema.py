@@ -377,3 +377,21 @@ def test_a_used_schema_pickles_and_parses_where_it_lands():
     assert copy == schema
     parsed = tfr.parse_example(record, copy)
     assert parsed["a"] == 7 and list(parsed["t"]) == [b"x", b"y"]
+
+
+def test_an_int64_default_is_never_a_float_or_past_int64():
+    # TensorFlow refuses to convert a float default to int64 (a TypeError there).
+    for default in (1.5, 2.0, [1, 2.5]):
+        with pytest.raises(tfr.SchemaError, match="an int64 default holds ints, not floats"):
+            tfr.FixedLen([] if not isinstance(default, list) else [2], "int64", default=default)
+    with pytest.raises(tfr.SchemaError, match="out of the int64 range"):
+        tfr.FixedLen([], "int64", default=1 << 70)
+    assert tfr.FixedLen([], "int64", default=3).default == (3,)
+    assert tfr.FixedLen([], "float32", default=2).default == (2.0,)
+
+
+def test_a_schema_that_is_not_a_mapping_is_a_type_error():
+    record = tfr.encode_example({"a": 1})
+    for schema in (None, [("a", tfr.FixedLen([], "int64"))]):
+        with pytest.raises(TypeError, match="a schema is a mapping of feature names to specs"):
+            tfr.parse_example(record, schema)

@@ -90,10 +90,13 @@ def _flat_default(default: Any, dtype: str) -> tuple[Any, ...] | None:
                 raise SchemaError(f"a bytes default holds bytes or str, not {type(v).__name__}")
         return tuple(v.encode() if isinstance(v, str) else bytes(v) for v in items)
     np_type = np.int64 if dtype == "int64" else np.float32
+    if dtype == "int64" and np.asarray(default).dtype.kind in "fc":
+        # As TensorFlow, which will not convert a float default to int64.
+        raise SchemaError(f"an int64 default holds ints, not floats: {default!r:.40}")
     try:
         with np.errstate(over="raise"):
             return tuple(np.asarray(default, dtype=np_type).ravel().tolist())
-    except FloatingPointError:
+    except (FloatingPointError, OverflowError):
         raise SchemaError(f"a default of {default!r:.40} is out of the {dtype} range") from None
 
 
@@ -466,6 +469,11 @@ class Schema(Mapping[str, Spec]):
     """
 
     def __init__(self, features: Mapping[str, Any]) -> None:
+        if not isinstance(features, Mapping):
+            raise TypeError(
+                "a schema is a mapping of feature names to specs ({'x': FixedLen([], "
+                f"'int64')}}), not {type(features).__name__}"
+            )
         specs: dict[str, Spec] = {}
         for key, spec in features.items():
             if not isinstance(key, str):
