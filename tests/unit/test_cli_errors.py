@@ -78,6 +78,11 @@ CASES = [
     ),
     (["repair", "numbers", "-o", "out.tfrecord"], FAILURE, "is a directory; repair reads one"),
     (["reshard", "missing.tfrecord", "-o", "r"], FAILURE, "missing.tfrecord"),
+    (
+        ["reshard", "good.tfrecord", "-o", "r", "--max-shard-bytes", "1.2.3MiB"],
+        USAGE,
+        "cannot read '1.2.3MiB' as a size",
+    ),
     (["reshard", "good.tfrecord", "-o", "numbers/train"], FAILURE, "pass --overwrite"),
     (["convert", "table.csv", "o", "--image-size", "64x"], USAGE, "'64x' is not HxW"),
     (["convert", "table.csv", "o", "--image-size", "big"], USAGE, "'big' is not HxW"),

@@ -318,3 +318,14 @@ def test_sequence_example_context_is_an_example():
 def test_sequence_example_mixing_is_a_type_error():
     with pytest.raises(TypeError):
         tfr.encode_sequence_example({}, {"bad": [[1, b"x"]]})
+
+
+def test_text_that_is_not_valid_unicode_is_a_value_error_naming_its_feature(tmp_path):
+    for features in ({"a": "\udc80"}, {"a": ["x", "\udc80"]}):
+        with pytest.raises(ValueError, match='feature "a": a str that is not valid Unicode'):
+            tfr.encode_example(features)
+    with pytest.raises(ValueError, match=r"feature name '\\ud800' is not valid Unicode"):
+        tfr.encode_example({"\ud800": 1})
+    with pytest.raises(ValueError, match="column 'a': a str that is not valid Unicode"):
+        tfr.write_dataset({"a": ["x", "\udc80"]}, tmp_path / "s", progress=False)
+    assert not list(tmp_path.rglob("*.tfrecord"))

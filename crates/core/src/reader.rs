@@ -219,7 +219,7 @@ impl<R: Read> RecordReader<R> {
         let name = compression.name().to_uppercase();
         let at = self.src.compressed_position();
         let err = if e.kind() == io::ErrorKind::UnexpectedEof {
-            Error::truncated(format!("{name} stream ends early: {e}"))
+            Error::truncated(format!("{name} stream ends early, at compressed byte {at}"))
         } else {
             Error::data_loss(format!(
                 "corrupt {name} stream near compressed byte {at}: {e}"

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyUnicodeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
@@ -326,11 +326,25 @@ fn named_feature<'py>(
     convert: impl FnOnce(&Bound<'py, PyAny>) -> PyResult<Feature>,
 ) -> PyResult<(String, Feature)> {
     let key: String = key.extract().map_err(|_| {
+        if key.is_instance_of::<PyString>() {
+            // A str with a lone surrogate has no UTF-8 form.
+            return PyValueError::new_err(format!(
+                "feature name {} is not valid Unicode text",
+                key.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+            ));
+        }
         PyTypeError::new_err(format!("feature names must be str, not {}", key.get_type()))
     })?;
     let feature = convert(value).map_err(|e| {
-        let msg = format!("feature {key:?}: {}", e.value(value.py()));
-        PyErr::from_type(e.get_type(value.py()), msg)
+        let py = value.py();
+        if e.is_instance_of::<PyUnicodeError>(py) {
+            return PyValueError::new_err(format!(
+                "feature {key:?}: a str that is not valid Unicode text ({})",
+                e.value(py)
+            ));
+        }
+        let msg = format!("feature {key:?}: {}", e.value(py));
+        PyErr::from_type(e.get_type(py), msg)
     })?;
     Ok((key, feature))
 }

@@ -111,6 +111,15 @@ def _image_size(value: str | None) -> tuple[int, int] | None:
         raise click.BadParameter(str(err)) from None
 
 
+def _size(value: str) -> int:
+    from ..datasets.writer import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+
+
 def _json_object(value: str | None) -> dict[str, Any] | None:
     if value is None:
         return None
@@ -534,6 +543,7 @@ class _Sized:
     "--max-shard-bytes",
     default="128MiB",
     show_default=True,
+    callback=lambda _, __, v: _size(v),
     help="Size limit per shard when --num-shards is not given.",
 )
 @click.option(
@@ -550,7 +560,7 @@ def reshard(
     inputs: tuple[str, ...],
     output: str,
     num_shards: int | None,
-    max_shard_bytes: str,
+    max_shard_bytes: int,
     output_compression: str,
     overwrite: bool,
     as_json: bool,

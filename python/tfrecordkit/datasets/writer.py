@@ -43,12 +43,12 @@ def parse_size(size: int | str) -> int:
     if isinstance(size, (int, np.integer)):
         value = int(size)
     else:
-        m = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(size))
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*", str(size))
         if not m or m.group(2).lower() not in _UNITS:
             raise ValueError(f"cannot read {size!r} as a size such as '128MiB'")
         value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    if value <= 0:
-        raise ValueError(f"size must be positive, not {size!r}")
+    if not 0 < value < 2**63:
+        raise ValueError(f"size must be positive and under 8 EiB, not {size!r}")
     return value
 
 

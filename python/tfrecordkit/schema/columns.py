@@ -75,7 +75,11 @@ def _to_bytes(name: str, v: Any) -> bytes:
     if isinstance(v, bytes):
         return v
     if isinstance(v, str):
-        return v.encode()
+        try:
+            return v.encode()
+        except UnicodeEncodeError as err:
+            why = f"column {name!r}: a str that is not valid Unicode text ({err})"
+            raise ValueError(why) from None
     if isinstance(v, (bytearray, memoryview, np.bytes_)):
         return bytes(v)
     raise TypeError(
