@@ -105,6 +105,12 @@ class ReadOptions:
 DEFAULT_BATCH_BYTES = 4 << 20
 
 
+#: The most threads one pipeline stage starts (files read at once, calls of a parallel
+#: map), and the most units a prefetch holds ready: each is made up front.
+MAX_THREADS = 1024
+MAX_PREFETCH = 1 << 16
+
+
 def check_count(
     name: str, value: Any, low: int = 1, *, also: tuple[int, ...] = (), high: int = 2**63 - 1
 ) -> None:

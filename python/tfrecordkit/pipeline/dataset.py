@@ -21,7 +21,7 @@ from .. import _core
 from .._renamed import renamed
 from ..datasets.index import KnownCounts
 from ..image import DEFAULT_CROP_RATIO, ImageOptions
-from ..io.options import ReadOptions, check_count
+from ..io.options import MAX_PREFETCH, MAX_THREADS, ReadOptions, check_count
 from ..io.paths import Paths, StorageOptions, expand_paths, opener_for
 from ..io.policy import OnError
 from ..schema.features import Schema, _as_schema
@@ -348,8 +348,7 @@ class Dataset:
             if count != -1:
                 raise ValueError(f"count must be None or a non-negative int, not {count!r}")
             count = None
-        if count is not None:
-            _check_count("count", count, allow_zero=True)
+        _check_count("count", 0 if count is None else count, allow_zero=True)
         return self._then(_core.Repeat(count))
 
     def cache(self, filename: str | None = None) -> Dataset:
@@ -668,21 +667,11 @@ def _seed(seed: Any) -> int | None:
     return int(seed) & _MASK
 
 
-#: The most threads one stage starts (files read at once, calls of a parallel map), and
-#: the most units a prefetch holds ready: each is made up front.
-MAX_THREADS = 1024
-MAX_PREFETCH = 1 << 16
-
-
 def _check_count(
-    name: str,
-    value: Any,
-    allow_autotune: bool = False,
-    allow_zero: bool = False,
-    high: int = 2**63 - 1,
+    name: str, value: Any, allow_autotune: bool = False, allow_zero: bool = False, **high: int
 ) -> None:
     also = (AUTOTUNE,) if allow_autotune else ()
-    check_count(name, value, 0 if allow_zero else 1, also=also, high=high)
+    check_count(name, value, 0 if allow_zero else 1, also=also, **high)
 
 
 def _source(paths: Paths, files_level: bool, o: ReadOptions) -> Source:

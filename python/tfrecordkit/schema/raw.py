@@ -82,6 +82,9 @@ def decode_raw(
             )
         if fixed_length <= 0:
             raise ValueError(f"fixed_length ({fixed_length}) must be greater than zero.")
+        if fixed_length >= 2**31:
+            # DecodeRaw's fixed_length is an int32.
+            raise ValueError(f"fixed_length ({fixed_length}) must be less than 2**31")
     return _decode(values, out_type, bool(little_endian), fixed_length)
 
 

@@ -85,6 +85,7 @@ def infer_schema(paths: ReadPaths, sample: int = 1000, **read_kwargs: Any) -> Sc
     >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
     Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
     """
+    check_count("sample", sample)
     options = read_kwargs.pop("options", None)
     unknown = set(read_kwargs) - {f.name for f in dataclasses.fields(ReadOptions)}
     if unknown:

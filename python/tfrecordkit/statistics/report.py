@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import _core
 from ..datasets.writer import Progress
+from ..io.options import check_count
 from ..io.paths import Paths, StorageOptions, basename, expand_paths, opener_for, write_file
 
 #: The report's format name, written as its ``"format"`` field.
@@ -211,6 +212,8 @@ def stats(
         raise ValueError(f"baseline split {baseline!r} is not one of the splits: {list(groups)}")
     if not 0 < shift_threshold:
         raise ValueError(f"shift_threshold must be positive, not {shift_threshold!r}")
+    check_count("top", top, 0, high=1 << 20)
+    check_count("threads", threads, 0, high=1024)
     files = [f for group in groups.values() for f in group]
     opener = opener_for(files, storage_options)
     native = _core.StatsPass(list(groups.items()), compression, threads, opener)
