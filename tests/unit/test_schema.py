@@ -395,3 +395,15 @@ def test_a_schema_that_is_not_a_mapping_is_a_type_error():
     for schema in (None, [("a", tfr.FixedLen([], "int64"))]):
         with pytest.raises(TypeError, match="a schema is a mapping of feature names to specs"):
             tfr.parse_example(record, schema)
+
+
+def test_counts_and_lengths_past_what_a_function_takes_are_value_errors(tmp_path):
+    path = tmp_path / "a.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"a": 1}))
+    with pytest.raises(ValueError, match="sample must be an int >= 1, not -1"):
+        tfr.infer_schema(str(path), sample=-1)
+    with pytest.raises(ValueError, match="top must be an int >= 0, not -1"):
+        tfr.stats(str(path), top=-1, progress=False)
+    with pytest.raises(ValueError, match=r"fixed_length \(1099511627776\) must be less than 2"):
+        tfr.decode_raw([b"\0\1"], "int16", fixed_length=1 << 40)
