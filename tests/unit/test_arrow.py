@@ -476,3 +476,15 @@ def test_row_splits_become_list_offsets_without_a_copy():
     column = list_array(pa, splits, pa.array(np.arange(5)))
     assert column.buffers()[1].address == splits.ctypes.data
     assert column.to_pylist() == [[0, 1], [], [2, 3, 4]]
+
+
+def test_a_shape_with_no_values_is_a_schema_error_naming_its_feature(tmp_path):
+    path = tmp_path / "empty.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"a": np.array([], np.int64), "b": 1}))
+    for schema in (None, {"a": tfr.FixedLen([0], "int64")}):
+        with pytest.raises(tfr.SchemaError, match="feature 'a': Arrow has no fixed-size list"):
+            tfr.read_arrow(str(path), schema=schema)
+    as_lists = {"a": tfr.VarLen("int64"), "b": tfr.FixedLen([], "int64")}
+    table = tfr.read_table(str(path), schema=as_lists)
+    assert table.column("a").to_pylist() == [[]]

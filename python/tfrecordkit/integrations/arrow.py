@@ -157,10 +157,9 @@ def arrow_columns(
         context = Schema({c: context[c] for c in names if c in context})
         lists = None if lists is None else Schema({c: lists[c] for c in names if c in lists})
     text_features(strings, names)
-    kinds = {k: arrow_type(pa, s, is_text(strings, k)) for k, s in context.items()}
-    kinds |= {
-        k: arrow_type(pa, s, is_text(strings, k), steps=True) for k, s in (lists or {}).items()
-    }
+    kinds = {k: arrow_type(pa, s, is_text(strings, k), key=k) for k, s in context.items()}
+    for k, s in (lists or {}).items():
+        kinds[k] = arrow_type(pa, s, is_text(strings, k), steps=True, key=k)
     return context, lists, pa.schema([(k, kinds[k]) for k in names])
 
 

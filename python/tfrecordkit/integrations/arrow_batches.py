@@ -89,7 +89,7 @@ def to_arrow(dataset: Dataset, strings: Strings = False) -> Any:
     if len(spec[key].shape) == _rank(feature):
         raise TypeError("to_arrow() needs batches: call .batch() first")
     text_features(strings, list(schema))
-    kinds = {k: arrow_type(pa, s, is_text(strings, k)) for k, s in schema.items()}
+    kinds = {k: arrow_type(pa, s, is_text(strings, k), key=k) for k, s in schema.items()}
     arrow_schema = pa.schema(list(kinds.items()))
 
     def batches() -> Iterator[Any]:

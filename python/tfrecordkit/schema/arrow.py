@@ -73,14 +73,22 @@ def sparse_fields(spec: SparseFeature) -> list[str]:
     return [*(["indices"] if rank == 1 else [f"indices_{d}" for d in range(rank)]), "values"]
 
 
-def arrow_type(pa: Any, spec: Spec, strings: bool = False, *, steps: bool = False) -> Any:
-    """The Arrow type feature ``spec`` becomes (a feature list's, with ``steps``); bytes
-    are ``large_binary``, or ``large_string`` with ``strings``, at every level.
+def arrow_type(
+    pa: Any, spec: Spec, strings: bool = False, *, steps: bool = False, key: str = ""
+) -> Any:
+    """The Arrow type feature ``spec`` (named ``key``) becomes (a feature list's, with
+    ``steps``); bytes are ``large_binary``, or ``large_string`` with ``strings``, at every
+    level.
 
     >>> arrow_type(pa, RaggedFeature("int64"), steps=True)  # doctest: +SKIP
     LargeListType(large_list<item: large_list<item: int64>>)
     """
     leaf = leaf_type(pa, spec.dtype, strings)
+    if isinstance(spec, (FixedLen, FixedLenSequence)) and 0 in spec.shape:
+        raise SchemaError(
+            f"feature {key!r}: Arrow has no fixed-size list of 0 for the shape {spec.shape}; "
+            "read it as a VarLen"
+        )
     if isinstance(spec, FixedLen):
         return _fixed_type(pa, leaf, spec.shape)
     if isinstance(spec, FixedLenSequence):
