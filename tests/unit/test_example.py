@@ -326,6 +326,18 @@ def test_text_that_is_not_valid_unicode_is_a_value_error_naming_its_feature(tmp_
             tfr.encode_example(features)
     with pytest.raises(ValueError, match=r"feature name '\\ud800' is not valid Unicode"):
         tfr.encode_example({"\ud800": 1})
-    with pytest.raises(ValueError, match="column 'a': a str that is not valid Unicode"):
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed, in column 'a'"):
         tfr.write_dataset({"a": ["x", "\udc80"]}, tmp_path / "s", progress=False)
     assert not list(tmp_path.rglob("*.tfrecord"))
+
+
+def test_a_malformed_feature_names_its_key_when_decoded():
+    # An Int64List whose value has wire type 5 (fixed32).
+    int64_list = b"\x0d\x01\x00\x00\x00"
+    feature = b"\x1a" + bytes([len(int64_list)]) + int64_list
+    entry = b"\x0a\x01a\x12" + bytes([len(feature)]) + feature
+    features = b"\x0a" + bytes([len(entry)]) + entry
+    record = b"\x0a" + bytes([len(features)]) + features
+    with pytest.raises(tfr.ExampleDecodeError, match='feature "a": malformed Int64List') as info:
+        tfr.decode_example(record)
+    assert info.value.key == "a"

@@ -232,7 +232,7 @@ def _filesystem_for(url: str, what: str = "reading") -> Any:
         import fsspec
     except ImportError:
         raise ImportError(f"{what} {url} needs fsspec: pip install 'tfrecordkit[remote]'") from None
-    scheme = url.split("://", 1)[0]
+    scheme = url.split("://", 1)[0] if "://" in url else "file"
     try:
         fsspec.get_filesystem_class(scheme)
     except ImportError as err:

@@ -78,8 +78,8 @@ def _to_bytes(name: str, v: Any) -> bytes:
         try:
             return v.encode()
         except UnicodeEncodeError as err:
-            why = f"column {name!r}: a str that is not valid Unicode text ({err})"
-            raise ValueError(why) from None
+            why = f"{err.reason}, in column {name!r}"
+            raise UnicodeEncodeError(err.encoding, err.object, err.start, err.end, why) from None
     if isinstance(v, (bytearray, memoryview, np.bytes_)):
         return bytes(v)
     raise TypeError(
