@@ -407,3 +407,13 @@ def test_counts_and_lengths_past_what_a_function_takes_are_value_errors(tmp_path
         tfr.stats(str(path), top=-1, progress=False)
     with pytest.raises(ValueError, match=r"fixed_length \(1099511627776\) must be less than 2"):
         tfr.decode_raw([b"\0\1"], "int16", fixed_length=1 << 40)
+
+
+def test_a_feature_whose_type_changes_names_the_record_where_it_does(tmp_path):
+    path = tmp_path / "mixed.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        for value in (1, 2, b"x"):
+            w.write(tfr.encode_example({"a": value}))
+    with pytest.raises(tfr.SchemaError, match="int64 in some Examples and bytes") as info:
+        tfr.infer_schema(str(path))
+    assert (info.value.path, info.value.record_index, info.value.key) == (str(path), 2, "a")

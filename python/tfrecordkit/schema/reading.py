@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ExampleDecodeError
+from ..errors import ExampleDecodeError, SchemaError
 from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from ..io.paths import StorageOptions
 from ..io.policy import OnError
@@ -113,8 +113,13 @@ def infer_schema(paths: ReadPaths, sample: int = 1000, **read_kwargs: Any) -> Sc
             why = None if context or lists else foreign(record)
             if why is not None:
                 raise refused(i, f"not a tf.train.Example: {why}")
-            guess.add(context)
-            steps.add(lists)
+            try:
+                guess.add(context)
+                steps.add(lists)
+            except SchemaError as err:
+                # The record whose feature disagrees with those before it.
+                err.path, err.record_index = reader.origin_in_batch(i) or (None, None)
+                raise
         if guess.examples >= sample or seen >= SAMPLE_BYTES:
             break
     schema = guess.schema()
