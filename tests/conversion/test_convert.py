@@ -211,3 +211,13 @@ def test_a_split_whose_rows_all_fail_is_not_written(tmp_path, helpers):
     summary = tfr.convert(tmp_path / "t.csv", tmp_path / "o", progress=False)
     assert summary.rows == {"TRAIN": 1} and summary.discarded == 1
     assert not list((tmp_path / "o").glob("test*"))
+
+
+def test_cli_convert_fails_when_every_row_is_discarded(tmp_path):
+    table = tmp_path / "bad.csv"
+    table.write_text("split,image_uri,label\nTRAIN,/no/such/image.png,cat\n")
+    result = CliRunner().invoke(main, ["convert", str(table), str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == (
+        f"error: no row could be converted; the reasons are in {tmp_path / 'o' / 'discarded.csv'}"
+    )

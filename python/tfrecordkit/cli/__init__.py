@@ -472,6 +472,11 @@ def convert(
     except (OSError, TFRecordError, ValueError, NotImplementedError, ImportError) as err:
         _fail(err)
     click.echo(_dumps(asdict(summary)) if as_json else str(summary))
+    if summary.discarded and not summary.rows:
+        from ..io.paths import join
+
+        where = join(summary.output_dir, "discarded.csv")
+        _fail(ValueError(f"no row could be converted; the reasons are in {where}"))
 
 
 def _import_beam_quietly() -> None:
