@@ -89,11 +89,10 @@ def repair(
     if not exists(src, options):
         if is_url(src):
             raise FileNotFoundError(errno.ENOENT, "no such file", src)
-        local = src.removeprefix("file://")
-        if os.path.isdir(local):
+        if os.path.isdir(src):
             raise IsADirectoryError(errno.EISDIR, "is a directory; repair reads one file", src)
         # Missing or out of reach, each said as it is; a device or a pipe is read as it is.
-        check_readable(local)
+        check_readable(src)
     if _same(src, dst):
         raise ValueError("repair writes a new file; dst must differ from src")
     if exists(dst, options) and not overwrite:
