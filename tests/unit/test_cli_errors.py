@@ -167,9 +167,11 @@ def test_repair_lost_lines_give_the_record(work, tmp_path):
 def test_convert_says_where_the_discarded_rows_are(tmp_path):
     (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,missing.png,cat\n")
     done = tfrecordkit("convert", "t.csv", "out", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
     where = os.path.join("out", "discarded.csv")
     assert f"1 discarded (the reasons are in {where})" in done.stdout
+    # Nothing converted is a failure, however the rows went.
+    assert done.returncode == 1
+    assert done.stderr == f"error: no row could be converted; the reasons are in {where}\n"
     assert "missing.png" in (tmp_path / where).read_text()
 
 
