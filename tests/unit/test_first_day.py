@@ -262,3 +262,15 @@ def test_python_dash_m_runs_the_command(tmp_path):
         check=False,
     )
     assert (done.returncode, done.stdout.strip()) == (0, "1")
+
+
+def test_head_never_reads_past_the_records_it_shows(tmp_path):
+    path = tmp_path / "cut.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"a": 1}))
+        w.write(tfr.encode_example({"a": 2}))
+    path.write_bytes(path.read_bytes()[:-3])  # the second record's footer is cut
+    shown = tfrecordkit("head", str(path), "-n", "1")
+    assert shown.returncode == 0 and "a: int64 [1]" in shown.stdout, shown.stderr
+    damaged = tfrecordkit("head", str(path), "-n", "2")
+    assert damaged.returncode == 1 and "truncated record footer" in damaged.stderr

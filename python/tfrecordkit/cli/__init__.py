@@ -8,6 +8,7 @@ endpoints come from ``--storage-option KEY=VALUE`` or fsspec's own configuration
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import logging
 import math
@@ -175,9 +176,8 @@ def head(file: str, num: int, as_json: bool, compression: str) -> None:
     """Show the first Examples of FILE."""
     try:
         records = read_records(file, compression=_c(compression), storage_options=_so())
-        for i, record in enumerate(records):
-            if i >= num:
-                break
+        # Records past the ones shown are never read: damage there is not this command's.
+        for i, record in enumerate(itertools.islice(records, num)):
             try:
                 example, lists = decode_sequence_example(record)
                 why = None if example or lists else foreign(record)
