@@ -192,3 +192,29 @@ def test_image_size_takes_n_for_a_square(tmp_path, work):
 
     parsed = next(iter(tfr.load(str(tmp_path / "sq"))))
     assert Image.open(io.BytesIO(parsed["image"])).size == (4, 4)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM ends a Windows process at once")
+def test_a_terminated_command_leaves_no_temporary_files(tmp_path):
+    import signal
+    import time
+
+    n = 2_000_000
+    with tfr.RecordWriter(tmp_path / "in.tfrecord") as w:
+        w.write_examples({"a": np.arange(n), "b": np.zeros(n, np.float32)})
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [sys.executable, "-m", "tfrecordkit", "reshard", "in.tfrecord", "-o", "out/s"]
+    running = subprocess.Popen(
+        [*command, "-n", "4"], cwd=tmp_path, stderr=subprocess.PIPE, text=True
+    )
+    waited = time.monotonic() + 60
+    # Terminated once it is writing: its shards are under their temporary names.
+    while not any(".tmp-" in p.name for p in out.iterdir()):
+        assert running.poll() is None, "reshard ended before it was terminated"
+        assert time.monotonic() < waited
+        time.sleep(0.002)
+    running.send_signal(signal.SIGTERM)
+    _, err = running.communicate(timeout=60)
+    assert (running.returncode, err) == (143, "error: terminated\n")
+    assert list(out.iterdir()) == []

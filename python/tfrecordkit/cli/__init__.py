@@ -13,7 +13,9 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
+import threading
 import warnings
 from typing import Any, NoReturn
 
@@ -635,8 +637,27 @@ def demo(directory: str, num: int) -> None:
 _NO_ARGS: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised where the command is, so that what it was writing is cleaned up as
+    on Ctrl-C."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
 def run(args: list[str] | None = None) -> NoReturn:
     """The ``tfrecordkit`` command: :func:`main` with usage errors on one line (exit 2)."""
+    if threading.current_thread() is not threading.main_thread():
+        _run(args)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        _run(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: list[str] | None) -> NoReturn:
     try:
         code = main.main(args=args, prog_name="tfrecordkit", standalone_mode=False)
     except _NO_ARGS as err:
@@ -652,6 +673,9 @@ def run(args: list[str] | None = None) -> NoReturn:
     except click.Abort:
         click.echo("error: interrupted", err=True)
         sys.exit(130)
+    except _Terminated:
+        click.echo("error: terminated", err=True)
+        sys.exit(143)
     except BrokenPipeError:
         # The reader of our output went away (`tfrecordkit head ... | head -1`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
