@@ -341,3 +341,13 @@ def test_a_malformed_feature_names_its_key_when_decoded():
     with pytest.raises(tfr.ExampleDecodeError, match='feature "a": malformed Int64List') as info:
         tfr.decode_example(record)
     assert info.value.key == "a"
+
+
+def test_floats_written_as_int64_are_whole_numbers_or_refused(tmp_path):
+    schema = {"a": tfr.FixedLen([], "int64")}
+    with pytest.raises(ValueError, match=r"column 'a' holds 1\.5, which is not an int64"):
+        tfr.write_dataset({"a": [1.0, 1.5]}, tmp_path / "f" / "s", schema=schema, progress=False)
+    assert not list(tmp_path.rglob("*.tfrecord"))
+    tfr.write_dataset({"a": [1.0, 2.0]}, tmp_path / "w" / "s", schema=schema, progress=False)
+    (batch,) = tfr.read_examples(str(tmp_path / "w" / "s-*"), schema)
+    assert batch["a"].tolist() == [1, 2]

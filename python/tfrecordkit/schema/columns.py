@@ -293,6 +293,17 @@ def _pandas_column(name: str, series: Any) -> Column:
     return _objects(name, series.tolist())
 
 
+def _check_whole(name: str, values: np.ndarray) -> None:
+    """Floats going into an int64 feature: whole numbers in its range, never truncated."""
+    whole = np.isfinite(values) & (values == np.floor(values)) & (np.abs(values) < 2.0**63)
+    if not whole.all():
+        i = int(np.flatnonzero(~whole)[0])
+        raise ValueError(
+            f"column {name!r} holds {float(values[i])!r}, which is not an int64; the schema "
+            "says int64"
+        )
+
+
 def _override(name: str, col: Column, spec: Spec) -> Column:
     """Applies an explicit schema entry's dtype (and shape) to an inferred column."""
     if spec.dtype != col.dtype:
@@ -300,6 +311,8 @@ def _override(name: str, col: Column, spec: Spec) -> Column:
             raise TypeError(
                 f"column {name!r} holds {col.dtype} values; the schema says {spec.dtype}"
             )
+        if spec.dtype == "int64":
+            _check_whole(name, col.values)
         col.values = np.ascontiguousarray(col.values, dtype=_NUMERIC[spec.dtype])
         col.dtype = spec.dtype
     if isinstance(spec, FixedLen):
