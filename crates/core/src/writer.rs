@@ -82,6 +82,10 @@ pub struct WriteOptions {
     /// as ordinary GZIP; with `index`, `{path}.gzi` lists `offset length first_record
     /// records` per member, for random access.
     pub member_bytes: Option<u64>,
+    /// A part of a dataset, which its commit moves to a final name: dropped before it is
+    /// finished (an error or a signal unwinding past it), its temporary files are removed
+    /// rather than renamed, so that no part appears under a name of its own.
+    pub part: bool,
 }
 
 /// What a finished file holds.
@@ -116,7 +120,8 @@ struct Member {
 /// With `atomic` (the default in Python) the data goes to a hidden temporary file in the
 /// same directory, renamed to `path` only by [`RecordWriter::close`] once it is complete
 /// and synced; [`RecordWriter::abort`] removes it. A crash never leaves a torn file under
-/// the final name. Dropping an open writer closes it.
+/// the final name. Dropping an open writer closes it (aborts it, for a part of a
+/// dataset: see [`WriteOptions::part`]).
 pub struct RecordWriter {
     sink: Option<Sink>,
     path: PathBuf,
@@ -129,6 +134,7 @@ pub struct RecordWriter {
     finished: Option<Finished>,
     member_bytes: Option<u64>,
     member: Member,
+    part: bool,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -325,6 +331,7 @@ impl RecordWriter {
                 atomic,
                 index: false,
                 member_bytes: None,
+                part: false,
             },
         )
     }
@@ -404,6 +411,7 @@ impl RecordWriter {
             finished: None,
             member_bytes: opts.member_bytes,
             member: Member::default(),
+            part: opts.part,
         })
     }
 
@@ -668,7 +676,11 @@ impl RecordWriter {
 impl Drop for RecordWriter {
     fn drop(&mut self) {
         if self.sink.is_some() {
-            let _ = self.close();
+            if self.part {
+                self.abort();
+            } else {
+                let _ = self.close();
+            }
         }
     }
 }
@@ -696,6 +708,27 @@ mod tests {
         rename_file(&b, &c, false).unwrap();
         assert_eq!(fs::read_to_string(&c).unwrap(), "mine");
         assert!(!b.exists());
+    }
+
+    #[test]
+    fn a_part_dropped_before_it_is_finished_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s-00000-of-00000.tfrecord");
+        let opts = |part| super::WriteOptions {
+            atomic: true,
+            index: true,
+            part,
+            ..super::WriteOptions::default()
+        };
+        let mut w = super::RecordWriter::with_options(path.to_str().unwrap(), opts(true)).unwrap();
+        w.write(b"a record").unwrap();
+        drop(w);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        // A file of its own is closed when dropped, as before.
+        let mut w = super::RecordWriter::with_options(path.to_str().unwrap(), opts(false)).unwrap();
+        w.write(b"a record").unwrap();
+        drop(w);
+        assert!(path.exists());
     }
 
     #[test]

@@ -539,9 +539,10 @@ pub struct RecordWriter {
 impl RecordWriter {
     /// `zlib`: zlib's options by their `tf.io.TFRecordOptions` names (`compression_level`,
     /// `window_bits`, `mem_level`, `compression_strategy`, `flush_mode`,
-    /// `input_buffer_size`, `output_buffer_size`).
+    /// `input_buffer_size`, `output_buffer_size`). `part`: a part of a dataset, removed
+    /// rather than renamed when dropped before it is finished.
     #[new]
-    #[pyo3(signature = (path, compression=None, zlib=None, atomic=true, index=false, member_bytes=None))]
+    #[pyo3(signature = (path, compression=None, zlib=None, atomic=true, index=false, member_bytes=None, part=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -551,6 +552,7 @@ impl RecordWriter {
         atomic: bool,
         index: bool,
         member_bytes: Option<u64>,
+        part: bool,
     ) -> PyResult<Self> {
         crate::errors::guard("RecordWriter.new", || {
             let zlib = zlib_options(zlib.unwrap_or_default())?;
@@ -564,6 +566,7 @@ impl RecordWriter {
                 atomic,
                 index,
                 member_bytes,
+                part,
             };
             let inner = tfrecordkit_core::RecordWriter::with_options(path, opts).py_err(py)?;
             Ok(RecordWriter { inner })

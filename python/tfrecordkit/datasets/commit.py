@@ -154,7 +154,7 @@ class DatasetCommit:
         try:
             path = os.path.join(local, os.path.basename(part)) if local else part
             writer = _core.RecordWriter(
-                path, self.compression or "none", None, True, self.index, None
+                path, self.compression or "none", None, True, self.index, None, part=True
             )
             try:
                 fill(writer)

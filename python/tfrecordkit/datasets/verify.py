@@ -109,7 +109,7 @@ def repair(
             )
             upload(staged, dst, replace=overwrite, storage_options=options)
         return report
-    writer = _core.RecordWriter(dst, output_compression, None, True, False)
+    writer = _core.RecordWriter(dst, output_compression, None, True, False, part=True)
     try:
         report = _scan(src, compression, lambda batch: writer.write_many(batch), options)
         info = writer.finish()

@@ -105,6 +105,7 @@ class _Shards:
             True,
             self.index,
             self.member_bytes,
+            part=True,
         )
         self.open.append(w)
         return w
