@@ -145,6 +145,16 @@ impl Error {
         self
     }
 
+    /// This error, met in the feature (or feature list) `key`: keyed, and its message
+    /// saying so once.
+    pub fn in_feature(self, key: &str) -> Self {
+        let mut e = self.with_key(key);
+        if !e.message.starts_with("feature ") {
+            e.message = format!("feature {key:?}: {}", e.message);
+        }
+        e
+    }
+
     pub fn resumable(mut self) -> Self {
         self.resumable = true;
         self

@@ -344,13 +344,6 @@ impl<V> OrderedMap<V> {
     }
 }
 
-/// `e`, met in the feature (or feature list) `key`, saying so.
-fn in_feature(e: Error, key: &str) -> Error {
-    let mut e = e.with_key(key);
-    e.message = format!("feature {key:?}: {}", e.message);
-    e
-}
-
 /// Decodes a `Features` message into `map` (a later key replaces an earlier one).
 fn decode_features_into(buf: &[u8], map: &mut OrderedMap<Feature>) -> Result<()> {
     let mut r = WireReader::new(buf);
@@ -361,7 +354,7 @@ fn decode_features_into(buf: &[u8], map: &mut OrderedMap<Feature>) -> Result<()>
             let key = utf8_key(key)?;
             let feature = match value.merged() {
                 None => Feature::Empty,
-                Some(b) => decode_feature(&b).map_err(|e| in_feature(e, key))?,
+                Some(b) => decode_feature(&b).map_err(|e| e.in_feature(key))?,
             };
             map.insert(key, feature);
         } else {
@@ -418,7 +411,7 @@ pub fn decode_sequence_example(buf: &[u8]) -> Result<(Features, FeatureLists)> {
                         let key = utf8_key(key)?;
                         let list = match value.merged() {
                             None => Vec::new(),
-                            Some(b) => decode_feature_list(&b).map_err(|e| in_feature(e, key))?,
+                            Some(b) => decode_feature_list(&b).map_err(|e| e.in_feature(key))?,
                         };
                         lists.insert(key, list);
                     } else {

@@ -557,12 +557,7 @@ fn take_entry(
             s.kind = None;
             s.count = 0;
             s.failed = true;
-            let key = &schema.specs[i].key;
-            let mut e = e.with_key(key);
-            if !e.message.starts_with("feature ") {
-                e.message = format!("feature {key:?}: {}", e.message);
-            }
-            st.errors[i] = Some(e);
+            st.errors[i] = Some(e.in_feature(&schema.specs[i].key));
         }
     }
 }
