@@ -159,6 +159,13 @@ def test_write_examples_of_nothing_is_one_empty_shard(tmp_path):
     assert tfr.count(manifest.files) == 0
 
 
+def test_write_examples_makes_the_directory_of_its_prefix(tmp_path):
+    prefix = str(tmp_path / "new" / "deeper" / "train")
+    with beam.Pipeline() as p:
+        _ = p | beam.Create([{"label": 1}, {"label": 2}]) | WriteExamples(prefix, num_shards=2)
+    assert tfr.Manifest.load(prefix).records == 2
+
+
 def test_cli_convert_on_beam_shows_only_its_summary(table, tmp_path):
     # A fresh interpreter imports Beam, which logs notes about optional Google Cloud
     # libraries: the command keeps them off the user's terminal.

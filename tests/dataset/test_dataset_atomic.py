@@ -186,3 +186,13 @@ def test_failure_keeps_existing_dataset(tmp_path, ds):
     after = {n: (tmp_path / n).read_bytes() for n in ds.listing(tmp_path)}
     assert after == before
     assert tfr.count(m.files) == 10
+
+
+def test_a_failed_write_removes_the_directories_it_made(tmp_path, ds):
+    (tmp_path / "kept").mkdir()
+    for prefix in ("new/deeper/train", "kept/sub/train"):
+        with pytest.raises(KeyboardInterrupt):
+            ds.write(_interrupting(30), tmp_path / prefix, num_shards=2)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["kept"]
+    ds.write({"i": np.arange(3)}, tmp_path / "made" / "train")
+    assert tfr.count(str(tmp_path / "made" / "train-*.tfrecord")) == 3

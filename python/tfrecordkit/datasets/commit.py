@@ -66,6 +66,10 @@ class DatasetCommit:
         self.storage_options = storage_options
         self.previous: list[str] = []
         self.claimed = False
+        # Directories ``begin`` made for the prefix, deepest first: a write that fails
+        # removes those it left empty.
+        self.made: list[str] = []
+        self.committed = False
         # Names the parts of this write, apart from any other writer's.
         self.token = uuid.uuid4().hex[:12]
 
@@ -73,8 +77,10 @@ class DatasetCommit:
         self.begin()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self.release()
+        if exc_type is not None:
+            self.remove_made()
 
     @property
     def directory(self) -> str:
@@ -93,7 +99,7 @@ class DatasetCommit:
             _claim(self.prefix, self.storage_options, self.overwrite)
             self.claimed = True
         else:
-            os.makedirs(os.path.dirname(os.path.abspath(self.prefix)), exist_ok=True)
+            self.made = _make_parents(self.prefix)
         self.previous = self._existing()
         if self.previous and not self.overwrite:
             self.release()
@@ -129,6 +135,7 @@ class DatasetCommit:
         for stale in self.previous:
             if self._key(stale) not in kept:
                 remove(stale, self.storage_options)
+        self.committed = True
         return manifest
 
     def abort(self, parts: list[dict[str, Any]]) -> None:
@@ -142,6 +149,17 @@ class DatasetCommit:
         if self.claimed:
             remove(self.prefix + CLAIM_SUFFIX, self.storage_options)
             self.claimed = False
+
+    def remove_made(self) -> None:
+        """After a write that failed, removes the directories :meth:`begin` made for the
+        prefix, those still empty."""
+        if not self.committed:
+            for directory in self.made:
+                try:
+                    os.rmdir(directory)
+                except OSError:  # another writer's files, or gone already
+                    break
+        self.made = []
 
     def write_part(self, name: str, fill: Callable[[Any], None]) -> dict[str, Any]:
         """Writes one part where distributed writers (Ray tasks, Beam workers) leave their
@@ -246,6 +264,20 @@ class DatasetCommit:
 
     def _inner(self, url: str) -> str:
         return filesystem(url, "writing to", self.storage_options)[1]
+
+
+def _make_parents(prefix: str) -> list[str]:
+    """Makes the directory a local prefix names; returns those it made, deepest first."""
+    directory = os.path.dirname(os.path.abspath(prefix))
+    missing = []
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    return missing
 
 
 def _claim(url_prefix: str, options: StorageOptions, overwrite: bool) -> None:

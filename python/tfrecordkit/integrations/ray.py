@@ -268,3 +268,4 @@ class Sink(Datasink):
     def on_write_failed(self, error: Exception) -> None:
         self.commit.clean_parts()
         self.commit.release()
+        self.commit.remove_made()

@@ -510,6 +510,7 @@ class _Writer(DataSourceArrowWriter):
         self.commit_.abort([m.info for m in messages if isinstance(m, _Part)])
         self.commit_.clean_parts()
         self.commit_.release()
+        self.commit_.remove_made()
 
 
 def _teach_save_modes() -> None:
