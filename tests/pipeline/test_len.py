@@ -146,6 +146,46 @@ def test_every_share_knows_its_length(written, count):
     assert sum(len(unbatched.share(count, i)) for i in range(count)) == 103
 
 
+def _ids(ds):
+    return sorted(np.concatenate([np.atleast_1d(e["id"]) for e in ds] or [[]]).tolist())
+
+
+@pytest.mark.parametrize("chain", sorted(CHAINS))
+@pytest.mark.parametrize("count", [3, 5])
+def test_shares_together_are_the_whole_pipeline(written, chain, count):
+    ds = CHAINS[chain][0](_records(written))
+    shares = [ds.share(count, i) for i in range(count)]
+    together = sorted(i for s in shares for i in _ids(s))
+    if chain == "batch-drop":  # each consumer drops its own last short batch
+        assert set(together) <= set(range(103)) and len(together) == len(set(together))
+    else:
+        assert together == _ids(ds)
+    assert [len(s) for s in shares] == [sum(1 for _ in s) for s in shares]
+
+
+@pytest.mark.parametrize(
+    "pick, lengths",
+    [
+        (lambda f: f.skip(1).interleave(), {78}),
+        (lambda f: f.take(2).interleave(), {51}),
+        (lambda f: f.shard(2, 1).interleave(), {52}),
+        (lambda f: f.interleave().take(9), {9}),
+        (lambda f: f.interleave().shuffle(20).take(9), {9}),
+        # Three of the four files, whichever the unseeded shuffle picks: 77 or 78 records.
+        (lambda f: f.shuffle(4).take(3).interleave().skip(40), {37, 38}),
+    ],
+    ids=["skip-files", "take-files", "shard-files", "take", "shuffle-take", "files-and-records"],
+)
+def test_a_pick_before_the_split_is_made_once_for_all_the_consumers(written, pick, lengths):
+    ds = pick(tfr.Dataset.list_files(written.files)).parse(SCHEMA)
+    for count in (2, 3, 4, 6):
+        ids = [x for i in range(count) for x in _ids(ds.share(count, i))]
+        assert len(ids) in lengths and len(ids) == len(set(ids))
+    workers = DataLoader(ds.to_torch(), batch_size=None, num_workers=2)
+    ids = [int(e["id"]) for e in workers]
+    assert len(ids) in lengths and len(ids) == len(set(ids))
+
+
 def test_load_knows_a_converted_split_s_length(tmp_path):
     from PIL import Image
 

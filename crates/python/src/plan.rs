@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use tfrecordkit_core::pipeline::cardinality::Cardinality;
 use tfrecordkit_core::pipeline::compile::{
-    compile, Compiled, Consumers, Interleave, Parsing, PlanError, Run, Step,
+    compile, Compiled, Consumers, Interleave, Level, Parsing, PlanError, Run, Step,
 };
 use tfrecordkit_core::pipeline::OnError;
 use tfrecordkit_core::{Compression, ReadOptions};
@@ -36,18 +36,26 @@ pub struct SourceSpec<'py> {
     resync: bool,
     max_record_bytes: Option<u64>,
     on_error: Bound<'py, PyAny>,
-    consumers: Option<(u64, u64, bool)>,
+    consumers: Option<(u64, u64, String)>,
     opener: Option<Py<PyAny>>,
     counts: Option<Bound<'py, PyAny>>,
 }
 
 impl SourceSpec<'_> {
-    fn consumers(&self) -> Option<Consumers> {
-        self.consumers.map(|(count, index, by_files)| Consumers {
-            count,
-            index,
-            by_files,
-        })
+    fn consumers(&self) -> PyResult<Option<Consumers>> {
+        let Some((count, index, level)) = &self.consumers else {
+            return Ok(None);
+        };
+        let level = Level::from_name(level).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "consumers split by files, records or elements, not {level:?}"
+            ))
+        })?;
+        Ok(Some(Consumers {
+            count: *count,
+            index: *index,
+            level,
+        }))
     }
 
     /// Records that do not read or parse are skipped rather than raised.
@@ -213,7 +221,7 @@ impl CompiledPlan {
                 } else {
                     OnError::Stop
                 },
-                consumers: source.consumers(),
+                consumers: source.consumers()?,
                 epoch,
                 cpus: crate::threads::cpus(),
                 files: source.files,
@@ -224,11 +232,24 @@ impl CompiledPlan {
 
     /// The order in which pass `epoch` yields the names of the files of `source`, when
     /// the pipeline never reads them: indexes into `source.files`.
-    fn file_order(&self, source: SourceSpec<'_>, epoch: u64) -> FileOrder {
-        let order = self
-            .compiled
-            .file_order(source.files.len(), source.consumers(), epoch);
-        FileOrder::new(order)
+    fn file_order(&self, source: SourceSpec<'_>, epoch: u64) -> PyResult<FileOrder> {
+        crate::errors::guard("Plan.file_order", || {
+            let order = self
+                .compiled
+                .file_order(source.files.len(), source.consumers()?, epoch);
+            Ok(FileOrder::new(order))
+        })
+    }
+
+    /// How `count` consumers share the pipeline over `files` files: `(level, whole,
+    /// element_at)`, `level` being `"files"`, `"records"` or `"elements"` (split after the
+    /// last `shard` / `skip` / `take`, so that together they read what the whole pipeline
+    /// yields); the first `whole` stages run over everything in every consumer (their
+    /// unseeded shuffles need one seed); at `"elements"`, the split goes at `element_at`
+    /// among `element_ops`.
+    fn share(&self, files: usize, count: u64) -> (&'static str, usize, usize) {
+        let share = self.compiled.share(files, count);
+        (share.level.name(), share.whole, share.element_at)
     }
 
     /// How many elements one pass over `source` yields (tf.data's `cardinality()`: -1
@@ -249,12 +270,10 @@ impl CompiledPlan {
                     }
                 }
             };
-            let n = self.compiled.cardinality(
-                source.files.len(),
-                source.consumers(),
-                source.skips(),
-                counts,
-            );
+            let consumers = source.consumers()?;
+            let n =
+                self.compiled
+                    .cardinality(source.files.len(), consumers, source.skips(), counts);
             if let Some(err) = failed {
                 return Err(err);
             }

@@ -59,7 +59,8 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
 
     Each DataLoader worker of each ``torch.distributed`` rank reads its own share (whole
     files when there are at least as many files as consumers, otherwise every n-th
-    record), so every record is delivered once per epoch. Numeric arrays become tensors;
+    record, split after any ``shard``, ``skip`` or ``take``), so every record is delivered
+    once per epoch. Numeric arrays become tensors;
     numeric :class:`tfrecordkit.Sparse` features become sparse COO tensors; bytes stay NumPy
     object arrays, :class:`tfrecordkit.Ragged` stays as it is.
 

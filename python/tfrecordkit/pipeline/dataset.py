@@ -476,7 +476,9 @@ class Dataset:
         """The part of this pipeline that consumer ``index`` of ``num_shards`` (DataLoader
         workers times distributed ranks) reads, so that together they read every record
         once: a share of the files when there are at least ``num_shards`` of them,
-        otherwise every ``num_shards``-th record. The same two numbers as :meth:`shard`,
+        otherwise every ``num_shards``-th record. A ``shard``, ``skip`` or ``take`` picks
+        for all of them: they split what comes after it (the elements, when it follows a
+        ``map`` or a ``batch``). The same two numbers as :meth:`shard`,
         ``IndexedDataset.batches`` and :meth:`to_torch` (there ``world_size`` ranks of
         ``num_workers`` DataLoader workers are ``num_shards = world_size * num_workers``
         consumers, rank ``r``'s worker ``w`` being ``index = r * num_workers + w``).
@@ -495,20 +497,18 @@ class Dataset:
             raise ValueError(f"index must be in [0, {count}), not {index!r}")
         if count == 1:
             return self
-        by_files = len(self._source.files) >= count
+        level, whole, _ = self._compile().share(len(self._source.files), count)
         # A consumer's cache holds its own share: never one filled by the whole pipeline.
         suffix = f".{index}-of-{count}"
         ops = [_own_cache(op, suffix) if isinstance(op, Cache) else op for op in self._ops]
-        if not by_files and self._source.files_level:
-            # Splitting records needs one file order in every consumer, whichever process
-            # made it: an unseeded file shuffle gets a seed from the pipeline itself.
-            shared = _core.mix_seed(int(self._fingerprint(), 16), 0)
-            for i, op in enumerate(ops):
-                if isinstance(op, Interleave):
-                    break
-                if isinstance(op, _core.Shuffle) and op.seed is None:
-                    ops[i] = _core.Shuffle(op.buffer_size, shared)
-        return Dataset(replace(self._source, consumers=(count, index, by_files)), tuple(ops))
+        # What every consumer runs over everything comes in one order in all of them,
+        # whichever process made it: an unseeded shuffle there gets a seed from the
+        # pipeline itself.
+        shared = _core.mix_seed(int(self._fingerprint(), 16), 0)
+        for i, op in enumerate(ops[:whole]):
+            if isinstance(op, _core.Shuffle) and op.seed is None:
+                ops[i] = _core.Shuffle(op.buffer_size, shared)
+        return Dataset(replace(self._source, consumers=(count, index, level)), tuple(ops))
 
     def to_torch(
         self,

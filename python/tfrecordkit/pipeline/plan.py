@@ -115,8 +115,9 @@ class Source:
     on_error: Any
     max_record_bytes: int | None
     resync: bool = False
-    # A split among consumers (DataLoader workers and ranks): (count, index, by_files).
-    consumers: tuple[int, int, bool] | None = None
+    # A split among consumers (DataLoader workers and ranks): (count, index, level), the
+    # level where it goes ("files", "records" or "elements", from ``_core.Plan.share``).
+    consumers: tuple[int, int, str] | None = None
     # Opens the files that are URLs; None when all are local.
     opener: URLOpener | None = None
     # The record count of each file (None where unknown), known without reading it.
@@ -139,6 +140,11 @@ def elements(source: Source, plan: _core.Plan, epoch: int) -> Iterator[Any]:
         files = source.files
         return (files[i] for i in plan.file_order(source, epoch))
     python_ops = plan.element_ops
+    if source.consumers is not None and source.consumers[2] == "elements":
+        # The consumers split the elements after the last pick among them.
+        count, index, _ = source.consumers
+        _, _, at = plan.share(len(source.files), count)
+        python_ops.insert(at, _core.Shard(count, index))
     if not python_ops:
         return _native(source, plan, epoch, tagged=False)
     # Only ``decode_image`` needs to know which records an element came from.

@@ -185,13 +185,65 @@ pub enum Parsing {
     },
 }
 
-/// Which consumer of several a run is: `index` of `count`, splitting the files among
-/// them (`by_files`) or every `count`-th record.
+/// Which consumer of several a run is: `index` of `count`, each reading its share of
+/// what the whole pipeline yields (see [`Compiled::share`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Consumers {
     pub count: u64,
     pub index: u64,
-    pub by_files: bool,
+    pub level: Level,
+}
+
+/// Where consumers split a pipeline: after the last stage that picks elements by their
+/// position (`shard`, `skip`, `take`), so that together they read what the whole
+/// pipeline yields, each element once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// A share of the files.
+    Files,
+    /// Every `count`-th record, all consumers reading the records in one order.
+    Records,
+    /// Every `count`-th element after a `map`, a `filter` or a `batch` that a pick
+    /// follows: every consumer runs the engine's stages over all the records.
+    Elements,
+}
+
+impl Level {
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Files => "files",
+            Level::Records => "records",
+            Level::Elements => "elements",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Level> {
+        [Level::Files, Level::Records, Level::Elements]
+            .into_iter()
+            .find(|l| l.name() == name)
+    }
+}
+
+/// How consumers share a pipeline (see [`Compiled::share`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    pub level: Level,
+    /// The leading steps every consumer runs over everything they get, so that their
+    /// unseeded shuffles need one seed for all the consumers to agree.
+    pub whole: usize,
+    /// At [`Level::Elements`], where among [`Compiled::elements`] the split goes.
+    pub element_at: usize,
+}
+
+/// The last stage of each kind that picks elements by their position: each is where a
+/// split at its level goes (an index past it in its list, and past it among the steps).
+#[derive(Debug, Clone, Copy, Default)]
+struct Picks {
+    files: (usize, usize),
+    records: Option<(usize, usize, usize)>,
+    elements: Option<(usize, usize, usize)>,
+    /// The steps up to the `interleave`, which reads the files.
+    read_at: usize,
 }
 
 impl Consumers {
@@ -237,6 +289,7 @@ pub struct Compiled {
     pub elements: Vec<usize>,
     /// Every step after the files are read, as it changes the number of elements.
     counted: Vec<Counted>,
+    picks: Picks,
 }
 
 #[derive(PartialEq)]
@@ -262,6 +315,7 @@ pub fn compile(files_level: bool, steps: &[Step]) -> Result<Compiled, PlanError>
         images: Vec::new(),
         elements: Vec::new(),
         counted: Vec::new(),
+        picks: Picks::default(),
     };
     let order = |m: &str| Err(PlanError::Order(m.to_owned()));
     let mut phase = if files_level {
@@ -273,9 +327,19 @@ pub fn compile(files_level: bool, steps: &[Step]) -> Result<Compiled, PlanError>
         if phase != Phase::Files {
             c.counted.push(step.counted());
         }
+        let picks = matches!(
+            step,
+            Step::Order(Order::Shard { .. } | Order::Skip(_) | Order::Take(_))
+        );
         match (&phase, step) {
-            (Phase::Files, Step::Order(o)) => c.file_ops.push(*o),
+            (Phase::Files, Step::Order(o)) => {
+                c.file_ops.push(*o);
+                if picks {
+                    c.picks.files = (c.file_ops.len(), i + 1);
+                }
+            }
             (Phase::Files, Step::Interleave(il)) => {
+                c.picks.read_at = i + 1;
                 c.interleave = *il;
                 c.files_only = false;
                 phase = Phase::Records;
@@ -294,7 +358,12 @@ pub fn compile(files_level: bool, steps: &[Step]) -> Result<Compiled, PlanError>
             (_, Step::Interleave(_)) => {
                 return order("interleave() reads files; this dataset holds records")
             }
-            (Phase::Records, Step::Order(o)) => c.record_ops.push(o.record_op()),
+            (Phase::Records, Step::Order(o)) => {
+                c.record_ops.push(o.record_op());
+                if picks {
+                    c.picks.records = Some((c.record_ops.len(), c.counted.len(), i + 1));
+                }
+            }
             (Phase::Records, Step::Cache(cache)) => {
                 c.record_ops.push(RecordOp::Cache(Arc::clone(cache)))
             }
@@ -382,6 +451,9 @@ pub fn compile(files_level: bool, steps: &[Step]) -> Result<Compiled, PlanError>
             }
             _ => {
                 c.elements.push(i);
+                if picks {
+                    c.picks.elements = Some((c.elements.len(), c.counted.len(), i + 1));
+                }
                 phase = Phase::Elements;
             }
         }
@@ -460,13 +532,48 @@ impl Compiled {
         !self.parsing.is_none()
     }
 
-    /// The file and record stages of one consumer's run: its share first.
+    /// How `count` consumers share a pipeline over `files` files: by files when each
+    /// can have some and nothing after the files picks by position; by records when
+    /// only the records are picked; otherwise by the elements after the last pick.
+    pub fn share(&self, files: usize, count: u64) -> Share {
+        let picks = self.picks;
+        let (level, whole, element_at) = if let Some((at, _, step)) = picks.elements {
+            (Level::Elements, step, at)
+        } else if let Some((_, _, step)) = picks.records {
+            (Level::Records, step, 0)
+        } else {
+            let ops: Vec<Counted> = self.file_ops[..picks.files.0]
+                .iter()
+                .map(|o| o.counted())
+                .collect();
+            let enough = match count_after(Cardinality::Known(files as u64), &ops) {
+                Cardinality::Known(n) => n >= count,
+                _ => true,
+            };
+            if self.files_only || enough {
+                (Level::Files, picks.files.1, 0)
+            } else {
+                (Level::Records, picks.read_at, 0)
+            }
+        };
+        Share {
+            level,
+            whole,
+            element_at,
+        }
+    }
+
+    /// The file and record stages of one consumer's run, its share in its place.
     fn ops(&self, consumers: Option<Consumers>) -> (Vec<Order>, Vec<RecordOp>) {
         let (mut files, mut records) = (self.file_ops.clone(), self.record_ops.clone());
-        match consumers {
-            Some(c) if c.by_files => files.insert(0, c.shard()),
-            Some(c) => records.insert(0, c.shard().record_op()),
-            None => {}
+        match consumers.map(|c| (c, c.level)) {
+            Some((c, Level::Files)) => files.insert(self.picks.files.0, c.shard()),
+            Some((c, Level::Records)) => {
+                let at = self.picks.records.map_or(0, |(at, _, _)| at);
+                records.insert(at, c.shard().record_op());
+            }
+            // Split among the elements, where the caller runs them.
+            Some((_, Level::Elements)) | None => {}
         }
         (files, records)
     }
@@ -481,7 +588,7 @@ impl Compiled {
     pub fn plan(&self, run: Run) -> Plan {
         let (file_ops, record_ops) = self.ops(run.consumers);
         let mut interleave = self.interleave;
-        if matches!(run.consumers, Some(c) if !c.by_files) {
+        if matches!(run.consumers, Some(c) if c.level != Level::Files) {
             // Consumers splitting records must all see them in the same order.
             interleave.deterministic = true;
         }
@@ -575,20 +682,20 @@ impl Compiled {
         skips: bool,
         counts: impl FnOnce() -> Vec<Option<u64>>,
     ) -> Cardinality {
-        let mut file_ops = self.file_ops.clone();
-        let mut counted = Vec::with_capacity(self.counted.len() + 1);
-        match consumers {
-            Some(c) if c.by_files => file_ops.insert(0, c.shard()),
-            // The file names are not split by record.
-            Some(_) if self.files_only => {}
-            Some(c) => counted.push(c.shard().counted()),
-            None => {}
+        let (file_ops, _) = self.ops(consumers);
+        let mut counted = self.counted.clone();
+        let at = match (consumers.map(|c| c.level), self.picks) {
+            (Some(Level::Records), Picks { records, .. }) => records.map(|(_, at, _)| at),
+            (Some(Level::Elements), Picks { elements, .. }) => elements.map(|(_, at, _)| at),
+            _ => None,
+        };
+        if let Some(c) = consumers.filter(|c| c.level != Level::Files) {
+            counted.insert(at.unwrap_or(0), c.shard().counted());
         }
         if self.files_only {
             let picks: Vec<Counted> = file_ops.iter().map(|o| o.counted()).collect();
             return count_after(Cardinality::Known(files as u64), &picks);
         }
-        counted.extend_from_slice(&self.counted);
         let n = match picked_records(&file_ops, files, counts) {
             Cardinality::Known(_) if skips => Cardinality::Unknown,
             n => n,
@@ -787,7 +894,7 @@ mod tests {
         let two = Consumers {
             count: 2,
             index: 1,
-            by_files: true,
+            level: Level::Files,
         };
         assert_eq!(c.file_order(3, Some(two), 0).count(), 1);
         assert_eq!(
@@ -959,7 +1066,7 @@ mod tests {
         let by_records = Consumers {
             count: 4,
             index: 3,
-            by_files: false,
+            level: Level::Records,
         };
         let plan = c.plan(Run {
             consumers: Some(by_records),
@@ -988,7 +1095,7 @@ mod tests {
         let by_files = Consumers {
             count: 2,
             index: 0,
-            by_files: true,
+            level: Level::Files,
         };
         let plan = c.plan(Run {
             consumers: Some(by_files),
@@ -1004,6 +1111,70 @@ mod tests {
         assert_eq!(
             c.cardinality(3, Some(by_files), false, counts),
             Cardinality::Known(15)
+        );
+    }
+
+    #[test]
+    fn consumers_split_after_the_last_pick() {
+        let take = |n| Step::Order(Order::Take(n));
+        let skip = |n| Step::Order(Order::Skip(n));
+        let share = |files_level, steps: &[Step], files, count| {
+            compile(files_level, steps).unwrap().share(files, count)
+        };
+        let at = |level, whole, element_at| Share {
+            level,
+            whole,
+            element_at,
+        };
+        // Nothing picked: the files when each consumer can have one.
+        let plain = [interleave(), shuffle()];
+        assert_eq!(share(true, &plain, 4, 4), at(Level::Files, 0, 0));
+        assert_eq!(share(true, &plain, 3, 4), at(Level::Records, 1, 0));
+        assert_eq!(share(false, &[shuffle()], 3, 4), at(Level::Records, 0, 0));
+        // Files skipped: what is left is shared, after the skip.
+        let skipped = [shuffle(), skip(1), interleave()];
+        assert_eq!(share(true, &skipped, 5, 4), at(Level::Files, 2, 0));
+        assert_eq!(share(true, &skipped, 4, 4), at(Level::Records, 3, 0));
+        // Records taken: every consumer reads the records the take keeps.
+        let taken = [interleave(), shuffle(), take(7), shuffle()];
+        assert_eq!(share(true, &taken, 8, 4), at(Level::Records, 3, 0));
+        // A pick after a batch or a map: the elements are split after it.
+        let late = [batch(2), Step::Map, take(3), Step::Map];
+        assert_eq!(share(false, &late, 8, 2), at(Level::Elements, 3, 2));
+        // Names only: split by files, whatever their number.
+        assert_eq!(share(true, &[take(2)], 2, 4), at(Level::Files, 1, 0));
+
+        let c = compile(true, &taken).unwrap();
+        let consumers = Some(Consumers {
+            count: 4,
+            index: 1,
+            level: Level::Records,
+        });
+        let plan = c.plan(Run { consumers, ..run() });
+        assert!(matches!(plan.record_ops[1], RecordOp::Take(7)));
+        assert!(matches!(
+            plan.record_ops[2],
+            RecordOp::Shard {
+                num_shards: 4,
+                index: 1
+            }
+        ));
+        let counts = || vec![Some(10), Some(10), Some(10)];
+        assert_eq!(
+            c.cardinality(3, consumers, false, counts),
+            Cardinality::Known(2)
+        );
+        let c = compile(false, &[batch(2), take(5), Step::Map]).unwrap();
+        let consumers = Some(Consumers {
+            count: 2,
+            index: 0,
+            level: Level::Elements,
+        });
+        let plan = c.plan(Run { consumers, ..run() });
+        assert!(plan.record_ops.is_empty(), "the engine reads every record");
+        assert_eq!(
+            c.cardinality(3, consumers, false, counts),
+            Cardinality::Known(3)
         );
     }
 
