@@ -526,6 +526,32 @@ print(sum((np.asarray(b["id"]).tolist() for b in batches), []))
     assert out.stdout.split("\n")[-2] == str(list(range(12)))
 
 
+def test_to_jax_refuses_int64_values_it_would_wrap_around(tmp_path):
+    path = str(tmp_path / "big.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        w.write(tfr.encode_example({"id": [5], "big": [3_000_000_000]}))
+    script = f"""
+import jax, numpy as np, tfrecordkit as tfr
+ds = tfr.Dataset.from_files({path!r}).parse({{"id": tfr.FixedLen([], "int64")}})
+(one,) = list(ds.to_jax())
+assert isinstance(one["id"], jax.Array) and int(one["id"]) == 5
+big = tfr.Dataset.from_files({path!r}).parse({{"big": tfr.FixedLen([], "int64")}})
+try:
+    list(big.to_jax())
+except ValueError as e:
+    print(e)
+jax.config.update("jax_enable_x64", True)
+print(int(next(iter(big.to_jax()))["big"]))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    said, kept = out.stdout.splitlines()[-2:]
+    assert said.startswith("feature 'big' holds 64-bit integers beyond int32")
+    assert kept == "3000000000"
+
+
 def test_to_jax_gives_sparse_features_dense(tmp_path):
     path = str(tmp_path / "bags.tfrecord")
     with tfr.RecordWriter(path) as w:

@@ -114,6 +114,71 @@ def test_explicit_ranks_split_like_a_process_group(shards, helpers):
         _pipeline(paths, helpers.SCHEMA).to_torch(rank=3, world_size=3)
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"rank": 0, "world_size": 0}, "rank 0 is not in a world of 0"),
+        ({"rank": -1, "world_size": 2}, "rank must be at least 0"),
+        ({"rank": 1.5, "world_size": 3}, "rank must be a whole number"),
+        ({"world_size": 2}, "pass rank and world_size together"),
+        ({"rank": 1}, "pass rank and world_size together"),
+        ({"epoch": -1}, "epoch must be at least 0"),
+        ({"device": "nonsense"}, "device 'nonsense' is not one torch knows"),
+    ],
+)
+def test_a_rank_world_or_device_that_cannot_be_is_refused_at_once(shards, helpers, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _pipeline(shards([3]), helpers.SCHEMA).to_torch(**kwargs)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without a GPU")
+def test_a_gpu_that_is_not_there_is_refused_at_once(shards, helpers):
+    with pytest.raises(ValueError, match="torch finds 0 CUDA devices"):
+        _pipeline(shards([3]), helpers.SCHEMA).to_torch(device="cuda")
+
+
+def _explicit_rank_main(rank: int, world: int, port: int, paths: list[str], out: str) -> None:
+    from tfrecordkit import Schema
+
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        ds = _pipeline(paths, Schema({"id": tfr.FixedLen([], "int64")})).to_torch(
+            rank=1, world_size=2
+        )
+        np.save(os.path.join(out, "ids.npy"), np.array(_ids(ds), dtype=np.int64))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_rank_given_wins_over_the_process_group(shards, tmp_path):
+    paths = shards([9, 11, 6])
+    mp.spawn(_explicit_rank_main, args=(1, _free_port(), paths, str(tmp_path)), nprocs=1)
+    ids = np.load(tmp_path / "ids.npy").tolist()
+    share = _pipeline(paths, {"id": tfr.FixedLen([], "int64")}).share(2, 1)
+    assert sorted(ids) == sorted(_ids(share)) and len(ids) < 26
+
+
+def test_set_epoch_reaches_workers_that_persist(shards, helpers):
+    paths = shards([20, 30, 25])
+    ds = _pipeline(paths, helpers.SCHEMA).to_torch()
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+    orders = []
+    for epoch in (0, 1, 0):
+        ds.set_epoch(epoch)
+        orders.append(_ids(loader))
+    assert sorted(orders[0]) == sorted(orders[1]) == list(range(75))
+    assert orders[0] != orders[1]
+    assert ds.epoch == 0
+
+
+def test_scalar_features_of_unbatched_elements_are_tensors(shards, helpers):
+    paths = shards([3])
+    first = next(iter(tfr.Dataset.from_files(paths).parse(helpers.SCHEMA).to_torch()))
+    assert isinstance(first["id"], torch.Tensor) and first["id"].shape == ()
+    assert isinstance(first["name"], bytes)
+
+
 @pytest.mark.parametrize("filename", [None, "cache.tfrecord"])
 def test_a_cache_filled_before_splitting_is_not_replayed_by_workers(
     shards, helpers, tmp_path, filename
@@ -215,5 +280,5 @@ def test_sparse_indices_outside_the_size_are_an_error_not_a_crash(tmp_path):
     with tfr.RecordWriter(path) as w:
         w.write(tfr.encode_example({"ids": [9], "w": [1.0]}))
     schema = {"bag": tfr.SparseFeature("ids", "w", "float32", 6)}
-    with pytest.raises(RuntimeError, match="index"):
+    with pytest.raises(ValueError, match=r"feature 'bag' is not a sparse tensor of shape \[1, 6\]"):
         list(tfr.Dataset.from_files(path).parse(schema).batch(1).to_torch())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,21 +30,35 @@ def consumer(rank: int, world: int) -> tuple[int, int]:
     return world * workers, rank * workers + worker
 
 
-def _tensors(element: Any, device: torch.device | None = None, pin: bool = False) -> Any:
+def _tensors(
+    element: Any, device: torch.device | None = None, pin: bool = False, name: str = ""
+) -> Any:
     if isinstance(element, dict):
-        return {k: _tensors(v, device, pin) for k, v in element.items()}
+        return {
+            k: _tensors(v, device, pin, f"{name}.{k}" if name else str(k))
+            for k, v in element.items()
+        }
     if isinstance(element, tuple):
-        return tuple(_tensors(v, device, pin) for v in element)
+        return tuple(_tensors(v, device, pin, f"{name}[{i}]") for i, v in enumerate(element))
     if isinstance(element, Sparse) and element.values.dtype != object:
-        tensor = torch.sparse_coo_tensor(
-            torch.from_numpy(np.ascontiguousarray(element.indices.T)),
-            torch.from_numpy(element.values),
-            element.dense_shape,
-            # Indices come from the file unchecked against the size, as tf.io takes them:
-            # torch checks them here rather than crash later.
-            check_invariants=True,
-        )
+        try:
+            tensor = torch.sparse_coo_tensor(
+                torch.from_numpy(np.ascontiguousarray(element.indices.T)),
+                torch.from_numpy(element.values),
+                element.dense_shape,
+                # Indices come from the file unchecked against the size, as tf.io takes
+                # them: they are checked here rather than crash later.
+                check_invariants=True,
+            )
+        except RuntimeError as err:
+            why = str(err).splitlines()[0] if str(err) else "not a sparse tensor"
+            raise ValueError(
+                f"feature {name!r} is not a sparse tensor of shape "
+                f"{list(element.dense_shape)}: {why}"
+            ) from None
         return tensor.to(device) if device is not None else tensor
+    if isinstance(element, np.generic) and element.dtype.kind in "biuf":
+        element = np.asarray(element)  # a scalar feature: a 0-d tensor, like the rest
     if isinstance(element, np.ndarray) and element.dtype != object:
         tensor = torch.from_numpy(element)
         if pin:
@@ -91,28 +106,47 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
         pin_memory: bool = False,
     ) -> None:
         super().__init__()
-        self.device = None if device is None else torch.device(device)
+        self.device = None if device is None else _device(device)
         self.pin_memory = bool(pin_memory)
         if self.pin_memory and not torch.cuda.is_available():
             raise ValueError("pin_memory needs a CUDA device, and torch finds none")
         self.dataset = dataset
-        self.epoch = epoch
+        # In shared memory, so that set_epoch reaches DataLoader workers that persist
+        # from one epoch to the next.
+        self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self.set_epoch(epoch)
         self.tensors = tensors
-        # DataLoader workers do not join the process group: the rank is read here, in
-        # the process that creates the adapter.
+        # Given, the rank and world size are used as they are; otherwise those of the
+        # process group, read in the process that iterates (DataLoader workers do not
+        # join the group: they keep what was read here).
+        self.explicit = rank is not None or world_size is not None
+        if self.explicit and (rank is None or world_size is None):
+            raise ValueError("pass rank and world_size together, or neither")
         found = distributed_rank()
-        if rank is None and world_size is None and found is not None:
+        if not self.explicit and found is not None:
             rank, world_size = found
-        self.rank, self.world_size = rank or 0, world_size or 1
+        self.rank = _whole("rank", 0 if rank is None else rank)
+        self.world_size = _whole("world_size", 1 if world_size is None else world_size)
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"rank {self.rank} is not in a world of {self.world_size}")
 
+    @property
+    def epoch(self) -> int:
+        return int(self._epoch[0])
+
     def set_epoch(self, epoch: int) -> None:
         """Sets the epoch the next iteration reads (its shuffle order), in every worker."""
-        self.epoch = epoch
+        epoch = _whole("epoch", epoch)
+        if epoch >= 1 << 63:
+            raise ValueError(f"epoch must be below 2**63, not {epoch}")
+        self._epoch[0] = epoch
+
+    def _rank(self) -> tuple[int, int]:
+        found = None if self.explicit else distributed_rank()
+        return found or (self.rank, self.world_size)
 
     def __len__(self) -> int:
-        rank, world = distributed_rank() or (self.rank, self.world_size)
+        rank, world = self._rank()
         return len(self.dataset.share(world, rank))
 
     def __iter__(self) -> TorchIterator:
@@ -121,8 +155,38 @@ class TorchDataset(IterableDataset):  # type: ignore[type-arg]
                 "device= and pin_memory= hand batches to the GPU from the main process: "
                 "use DataLoader(..., num_workers=0), or DataLoader's own pin_memory"
             )
-        rank, world = distributed_rank() or (self.rank, self.world_size)
+        rank, world = self._rank()
         return TorchIterator(self, consumer(rank, world))
+
+
+def _whole(name: str, value: Any) -> int:
+    """``value`` as a whole number of at least 0, or a ``ValueError`` naming it."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be a whole number, not {value!r}") from None
+    if n < 0:
+        raise ValueError(f"{name} must be at least 0, not {n}")
+    return n
+
+
+def _device(device: Any) -> torch.device:
+    """``device`` as torch names it, refused at once when torch cannot reach it."""
+    try:
+        found = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        why = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(f"device {device!r} is not one torch knows: {why}") from None
+    if found.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (found.index or 0) >= count:
+            raise ValueError(f"device {str(found)!r}: torch finds {count} CUDA devices")
+    elif found.type != "cpu":
+        backend = getattr(torch, found.type, None)
+        available = getattr(backend, "is_available", None)
+        if available is not None and not available():
+            raise ValueError(f"device {str(found)!r}: torch finds no {found.type} device")
+    return found
 
 
 class TorchIterator(Iterator[Any]):
