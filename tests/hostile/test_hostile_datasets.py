@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import tfrecordkit as tfr
 from tfrecordkit import _core
+from tfrecordkit.io.sidecars import read_sidecar
 
 ESCAPES = [
     ("../secret/private.tfrecord", "path separator"),
@@ -214,6 +215,74 @@ def test_deeply_nested_tfds_features_are_a_sidecar_error(tmp_path):
     (tmp_path / "d" / "features.json").write_text(deep)
     with pytest.raises(tfr.SidecarError):
         tfr.tfds.info(tmp_path / "d")
+
+
+@pytest.mark.parametrize("dimension", ["1e400", "2.7", "true", '"12abc"', '"99999999999999999999"'])
+def test_a_tfds_size_that_is_not_a_whole_number_is_a_sidecar_error(tmp_path, dimension):
+    _tfds(tmp_path / "d", "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
+    path = tmp_path / "d" / "features.json"
+    text = path.read_text().replace('"shape": {}', f'"shape": {{"dimensions": [{dimension}]}}')
+    path.write_text(text)
+    with pytest.raises(tfr.SidecarError, match="feature 'label': a dimension is not a whole"):
+        tfr.tfds.info(tmp_path / "d")
+
+
+def test_a_tfds_sidecar_linked_out_of_its_dataset_is_never_read(tmp_path):
+    _tfds(tmp_path / "d", "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
+    features = json.loads((tmp_path / "d" / "features.json").read_text())
+    features["featuresDict"]["features"]["label"] = {
+        "pythonClassName": "tensorflow_datasets.core.features.class_label_feature.ClassLabel",
+        "classLabel": {"numClasses": "2"},
+    }
+    (tmp_path / "d" / "features.json").write_text(json.dumps(features))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0\n")
+    (tmp_path / "d" / "label.labels.txt").symlink_to(secret)
+    with pytest.raises(tfr.UnsafePathError, match="a link out of the dataset's directory"):
+        tfr.tfds.info(tmp_path / "d")
+    # A link inside the dataset is the dataset's own file.
+    (tmp_path / "d" / "label.labels.txt").unlink()
+    (tmp_path / "d" / "names.txt").write_text("cat\ndog\n")
+    (tmp_path / "d" / "label.labels.txt").symlink_to(tmp_path / "d" / "names.txt")
+    assert tfr.tfds.info(tmp_path / "d").labels == {"label": ["cat", "dog"]}
+
+
+@pytest.mark.parametrize("name", ["dataset_info.json", "features.json"])
+def test_a_tfds_sidecar_that_is_a_device_or_too_large_is_refused(tmp_path, name):
+    _tfds(tmp_path / "d", "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
+    (tmp_path / "d" / name).unlink()
+    (tmp_path / "d" / name).symlink_to("/dev/zero")
+    with pytest.raises(tfr.SidecarError, match="not a regular file"):
+        tfr.tfds.info(tmp_path / "d")
+    (tmp_path / "d" / name).unlink()
+    (tmp_path / "d" / name).write_text(" " * 2000 + "{}")
+    with pytest.raises(tfr.SidecarError, match="larger than the 1,000 bytes") as info:
+        read_sidecar(str(tmp_path / "d" / name), limit=1000)
+    assert info.value.path == str(tmp_path / "d" / name)
+
+
+def test_a_manifest_or_index_that_is_a_device_is_not_read(tmp_path):
+    m = tfr.write_dataset({"i": np.arange(5)}, str(tmp_path / "train"), progress=False)
+    shard = m.files[0]
+    os.remove(shard + ".idx")
+    os.symlink("/dev/zero", shard + ".idx")
+    assert tfr.count(shard) == 5
+    os.remove(m.path)
+    os.symlink("/dev/zero", m.path)
+    with pytest.raises(tfr.SidecarError, match="not a regular file"):
+        tfr.Manifest.load(m.path)
+
+
+def test_record_counts_a_tfds_shard_cannot_hold_are_not_believed(tmp_path):
+    _tfds(tmp_path / "d", "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}")
+    path = tmp_path / "d" / "dataset_info.json"
+    honest = json.loads(path.read_text())
+    for claimed in ("9223372036854775807", "5"):
+        honest["splits"][0]["shardLengths"] = [claimed]
+        path.write_text(json.dumps(honest))
+        ds = tfr.load(tmp_path / "d", "train")
+        assert ds.cardinality() == tfr.UNKNOWN_CARDINALITY
+        assert sum(1 for _ in ds) == 1
 
 
 class _Planted:

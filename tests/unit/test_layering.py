@@ -123,6 +123,7 @@ LEAVES = {
     "tfrecordkit.io.paths": {"tfrecordkit.errors"},
     "tfrecordkit.io.policy": {"tfrecordkit.errors"},
     "tfrecordkit.io.reports": {"tfrecordkit.errors"},
+    "tfrecordkit.io.sidecars": {"tfrecordkit.errors", "tfrecordkit.io.paths"},
     "tfrecordkit.schema.values": set(),
     "tfrecordkit.schema.features": {
         "tfrecordkit.errors",
@@ -132,6 +133,7 @@ LEAVES = {
     "tfrecordkit.datasets.manifest": {
         "tfrecordkit._core",
         "tfrecordkit.io.paths",
+        "tfrecordkit.io.sidecars",
         "tfrecordkit.errors",
         "tfrecordkit.schema.features",
     },

@@ -19,7 +19,8 @@ from typing import Any
 from .._renamed import renamed
 from ..datasets.writer import shard_compression
 from ..integrations import tfds as tfds_lib
-from ..io.paths import expand_paths, join, read_bytes
+from ..io.paths import expand_paths, join
+from ..io.sidecars import read_sidecar
 from .local import contact_sheet, convert_locally, load
 from .rows import SPLITS, ConversionSummary, Job, check_image_size, check_roles, read_rows
 
@@ -144,7 +145,7 @@ def _write_tfds_metadata(
     if labels is None:
         # A Beam run into a URL leaves its vocabulary in labels.txt only.
         with contextlib.suppress(FileNotFoundError):
-            labels = read_bytes(join(out, "labels.txt"), options).decode().splitlines()
+            labels = read_sidecar(join(out, "labels.txt"), options).decode().splitlines()
     if labels is not None:
         features["label"] = tfds_lib.ClassLabel(names=labels)
         features["label_text"] = tfds_lib.Text()

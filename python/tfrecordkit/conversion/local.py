@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from ..datasets.index import trusted
 from ..datasets.manifest import Manifest
 from ..datasets.sources import SKIPPED
 from ..datasets.writer import Progress, write_dataset
 from ..integrations import tfds
-from ..io.paths import StorageOptions, exists, is_url, join, read_bytes, remove, write_file
+from ..io.paths import StorageOptions, exists, is_url, join, remove, write_file
 from ..io.records import read_records
+from ..io.sidecars import read_sidecar
 from ..pipeline.dataset import Dataset
 from ..schema.example import decode_example
 from ..schema.features import Schema
@@ -311,7 +313,7 @@ def load(
     if written is not None:  # a write_dataset prefix, read whole
         return _loaded(written.files, written.schema, *read)
     try:
-        schema = Schema.from_json(read_bytes(schema_file, options).decode("utf-8"))
+        schema = Schema.from_json(read_sidecar(schema_file, options).decode("utf-8"))
     except FileNotFoundError:
         pass
     else:
@@ -332,7 +334,7 @@ def load(
         counts = info.counts(split)
         source = replace(
             ds._source,
-            counts=lambda: tuple(counts.get(f) for f in ds._source.files),
+            counts=lambda: tuple(trusted(counts.get(f), f, options) for f in ds._source.files),
             image_channels=info.image_channels,
         )
         return Dataset(source, ds._ops)

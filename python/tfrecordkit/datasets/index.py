@@ -229,16 +229,30 @@ def _known_count(path: str, manifests: dict[str, Any], options: StorageOptions) 
         manifest = manifests[mpath]
         if manifest is not None:
             for shard in manifest.shards:
-                if shard.file == name and shard.bytes == size and shard.records <= _most(size):
+                most = _most(size, manifest.compression is not None)
+                if shard.file == name and shard.bytes == size and shard.records <= most:
                     return shard.records
     known = _index_count(path + ".idx", size, 2, options)
     return known if known is not None else _index_count(path + ".gzi", size, 4, options)
 
 
-def _most(size: int) -> int:
+def trusted(
+    claimed: int | None, path: str, options: StorageOptions, compressed: bool = False
+) -> int | None:
+    """A record count a sidecar claims for the file at ``path``, if the file's bytes can
+    hold that many records; ``None`` (not known without reading) otherwise."""
+    if claimed is None:
+        return None
+    try:
+        return claimed if claimed <= _most(file_size(path, options), compressed) else None
+    except OSError:
+        return None
+
+
+def _most(size: int, compressed: bool = True) -> int:
     """The most records ``size`` bytes of a file can hold: 16 bytes of framing each, or,
     compressed, what deflate expands them to at most (1,032 to 1)."""
-    return size * 1032 // 16
+    return size * (1032 if compressed else 1) // 16
 
 
 def _index_count(index: str, size: int, columns: int, options: StorageOptions) -> int | None:

@@ -13,7 +13,8 @@ from typing import Any
 
 from .. import _core
 from ..errors import SidecarError
-from ..io.paths import StorageOptions, contained, dirname, quote, read_bytes, write_file
+from ..io.paths import StorageOptions, contained, dirname, quote, write_file
+from ..io.sidecars import read_sidecar
 from ..schema.features import Schema
 
 __all__ = ["SHARD_RE", "Manifest", "ShardInfo", "manifest_path", "shard_name"]
@@ -176,7 +177,7 @@ class Manifest:
         path = os.fspath(path)
         if not path.endswith(".manifest.json"):
             path += ".manifest.json"
-        data = read_bytes(path, storage_options)
+        data = read_sidecar(path, storage_options)
         try:
             d = json.loads(data)
         except (ValueError, RecursionError) as err:  # bad JSON, bad UTF-8, too deep

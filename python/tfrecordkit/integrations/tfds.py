@@ -37,10 +37,10 @@ from ..io.paths import (
     is_url,
     join,
     quote,
-    read_bytes,
     remove,
     write_file,
 )
+from ..io.sidecars import read_sidecar
 from ..schema.features import FixedLen, FixedLenSequence, Schema, Spec, VarLen
 from ..schema.reading import infer_schema
 from .tfds_features import read_feature
@@ -554,7 +554,15 @@ def info(directory: str | os.PathLike[str], *, storage_options: StorageOptions =
             raise ValueError("name and version are strings")
     except TFRecordError:
         raise
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as err:
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        OverflowError,
+        RecursionError,
+    ) as err:
         why = str(err) if type(err) is ValueError else f"malformed ({type(err).__name__})"
         raise SidecarError(why, path=where) from None
     found = Info(
@@ -573,9 +581,10 @@ def info(directory: str | os.PathLike[str], *, storage_options: StorageOptions =
         for key, kind in kinds.items()
         if kind == "ClassLabel"
     }
+    within = None if is_url(directory) else directory
     for key, path in label_files.items():
         try:
-            text = read_bytes(path, options).decode("utf-8", errors="replace")
+            text = read_sidecar(path, options, within=within).decode("utf-8", errors="replace")
         except FileNotFoundError:
             continue
         found.labels[key] = [n.strip() for n in text.split("\n") if n.strip()]
@@ -585,7 +594,7 @@ def info(directory: str | os.PathLike[str], *, storage_options: StorageOptions =
 def _load_json(path: str, options: StorageOptions, missing: str) -> Any:
     """A TFDS metadata file's JSON; ``missing`` is the error when it is not there."""
     try:
-        data = read_bytes(path, options)
+        data = read_sidecar(path, options)
     except FileNotFoundError:
         raise FileNotFoundError(2, missing, path) from None
     try:

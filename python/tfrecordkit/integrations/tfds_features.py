@@ -47,7 +47,7 @@ def read_feature(
             read_feature(sub, f"{key}/{child}" if key else child, outer, specs, kinds, channels)
         return
     if "sequence" in feature:
-        length = int(feature["sequence"].get("length", -1))
+        length = _whole(name, "a sequence length", feature["sequence"].get("length", -1))
         inner = feature["sequence"]["feature"]
         read_feature(inner, key, (*outer, None if length < 0 else length), specs, kinds, channels)
         return
@@ -62,7 +62,7 @@ def read_feature(
                 "form tfrecordkit parses"
             )
         dims = (content.get("shape") or {}).get("dimensions", [])
-        shape = tuple(None if int(d) < 0 else int(d) for d in dims)
+        shape = tuple(None if n < 0 else n for n in (_whole(name, "a dimension", d) for d in dims))
         dtype = str(content.get("dtype", ""))
         wire = _wire_dtype(name, dtype)
         if content.get("optional"):
@@ -74,8 +74,9 @@ def read_feature(
     elif "image" in feature:
         wire = "bytes"
         dims = (feature["image"].get("shape") or {}).get("dimensions", [])
-        if channels is not None and len(dims) == 3 and int(dims[2]) > 0:
-            channels[key] = int(dims[2])
+        sizes = [_whole(name, "a dimension", d) for d in dims]
+        if channels is not None and len(sizes) == 3 and sizes[2] > 0:
+            channels[key] = sizes[2]
     else:
         raise ValueError(
             f"feature {name!r}: {cls} has no plain Example form tfrecordkit maps "
@@ -83,6 +84,16 @@ def read_feature(
         )
     specs[key] = _spec(name, (*outer, *shape), wire, len(outer), default)
     kinds[key] = cls
+
+
+def _whole(name: str, what: str, value: Any) -> int:
+    """A size from TFDS metadata (JSON writes int64 as strings): a whole number, -1 (or
+    any negative) for one that varies; anything else a ``ValueError`` naming the feature."""
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value.strip()):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
+        raise ValueError(f"feature {name!r}: {what} is not a whole number: {value!r:.40}")
+    return value
 
 
 def _missing_value(dtype: str) -> Any:

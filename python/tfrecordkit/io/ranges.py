@@ -17,16 +17,16 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _core
-from ..errors import DataLossError
+from ..errors import DataLossError, SidecarError
 from .paths import (
     PathLike,
     Paths,
     StorageOptions,
     expand_paths,
     file_size,
-    read_bytes,
     read_ranges,
 )
+from .sidecars import read_sidecar
 
 __all__ = ["ByteRange", "byte_ranges"]
 
@@ -136,7 +136,11 @@ def load_index(path: str, columns: int, options: StorageOptions) -> np.ndarray:
     its entries do not follow one another from the file's first byte: ``offset length``
     per record (``.idx``, each at least a record's 16 bytes of framing), or ``offset length
     first records`` per gzip member (``.gzi``)."""
-    text = read_bytes(path, options)
+    try:
+        # As long as the file it indexes needs, but never a device or a pipe.
+        text = read_sidecar(path, options, limit=None)
+    except SidecarError as err:
+        raise DataLossError(err.message, path=path) from None
     try:
         table = _core.parse_index(text, columns).reshape(-1, columns)
     except DataLossError as err:
