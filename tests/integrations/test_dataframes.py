@@ -103,3 +103,56 @@ def test_a_hugging_face_dataset_is_written_a_batch_at_a_time(tmp_path, monkeypat
     written = tfr.write_dataset(hf, str(tmp_path / "big" / "train"))
     assert written.records == 150_000
     assert len(seen) >= 3 and max(seen) <= 65_536 and sum(seen) == 150_000
+
+
+def test_a_dataset_dict_asks_for_one_split(tmp_path):
+    both = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"x": [1]})})
+    with pytest.raises(TypeError, match=r"DatasetDict of splits \['train'\]: write one split"):
+        tfr.write_dataset(both, str(tmp_path / "t"), progress=False)
+    assert not list(tmp_path.iterdir())
+
+
+def _categories():
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    values = ["cat", "dog", None, "cat"]
+    return {
+        "pandas": pd.DataFrame({"c": pd.Categorical(values)}),
+        "polars": pl.DataFrame({"c": values}, schema={"c": pl.Categorical}),
+        "arrow": pa.table({"c": pa.array(values).dictionary_encode()}),
+    }
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])
+def test_categorical_columns_are_written_as_their_values(tmp_path, kind):
+    m = tfr.write_dataset(_categories()[kind], str(tmp_path / "t"), progress=False)
+    rows = [tfr.decode_example(r) for r in tfr.read_records(m.files)]
+    assert [r.get("c") for r in rows] == [[b"cat"], [b"dog"], None, [b"cat"]]
+
+
+@pytest.mark.parametrize("kind", ["pandas", "arrow"])
+def test_a_column_named_twice_is_refused_naming_it(tmp_path, kind):
+    import pandas as pd
+    import pyarrow as pa
+
+    data = (
+        pd.DataFrame([[1, 2]], columns=["a", "a"])
+        if kind == "pandas"
+        else pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"])
+    )
+    with pytest.raises(ValueError, match="column 'a' appears twice"):
+        tfr.write_dataset(data, str(tmp_path / "t"), progress=False)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_frame_without_columns_is_that_many_empty_examples(tmp_path):
+    import pandas as pd
+    import tensorflow as tf
+
+    m = tfr.write_dataset(pd.DataFrame(index=range(3)), str(tmp_path / "t"), progress=False)
+    assert m.records == 3
+    for record in tfr.read_records(m.files):
+        assert tfr.decode_example(record) == {}
+        assert not tf.train.Example.FromString(record).features.feature

@@ -67,6 +67,11 @@ def _arrow_source(data: Any) -> Any:
     module = type(data).__module__
     if module.startswith("polars") and callable(getattr(data, "to_arrow", None)):
         return data.to_arrow()
+    if module.startswith("datasets.dataset_dict"):
+        raise TypeError(
+            f"a DatasetDict of splits {list(data)}: write one split at a time, "
+            "write_dataset(data['train'], ...)"
+        )
     if module.startswith("datasets.arrow_dataset"):
         import pyarrow as pa
 

@@ -224,6 +224,8 @@ def _arrow_column(name: str, arr: Any) -> Column:
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):  # categories: their values, as pandas' are
+        arr = arr.dictionary_decode()
     mask = None
     if arr.null_count:
         mask = np.logical_not(arr.is_null().to_numpy(zero_copy_only=False)).astype(np.uint8)
@@ -329,7 +331,7 @@ def as_table(data: Any, schema: Mapping[str, Any] | None = None) -> Table:
     """Reads a dict of columns, a pandas DataFrame or an Arrow table/record batch."""
     module = type(data).__module__
     if module.startswith("pyarrow"):
-        items = [(n, data.column(n)) for n in data.column_names]
+        items = [(n, data.column(i)) for i, n in enumerate(data.column_names)]
         convert = _arrow_column
     elif module.startswith("pandas"):
         items = list(data.items())
@@ -355,6 +357,8 @@ def as_table(data: Any, schema: Mapping[str, Any] | None = None) -> Table:
     for name, raw in items:
         if not isinstance(name, str):
             raise TypeError(f"column names must be str, not {type(name).__name__}")
+        if name in names:
+            raise ValueError(f"column {name!r} appears twice: an Example has one feature of a name")
         col = convert(name, raw)
         n = len(raw) if not hasattr(raw, "shape") or raw.shape else 0
         if rows is None:
@@ -369,4 +373,6 @@ def as_table(data: Any, schema: Mapping[str, Any] | None = None) -> Table:
         missing = [k for k in specs if k not in names]
         if missing:
             raise ValueError(f"the schema names columns the data lacks: {missing}")
-    return Table(names, columns, rows or 0)
+    if rows is None:  # no columns: a frame still has rows, each an empty Example
+        rows = len(data) if module.startswith(("pandas", "pyarrow")) else 0
+    return Table(names, columns, rows)
