@@ -166,6 +166,40 @@ def test_write_examples_makes_the_directory_of_its_prefix(tmp_path):
     assert tfr.Manifest.load(prefix).records == 2
 
 
+def test_a_failed_beam_overwrite_keeps_the_converted_splits(table, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    tfr.convert(table.csv, out, runner="DirectRunner", progress=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if "tfrecord" in p.name}
+    from tfrecordkit.conversion import beam_runner
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("a worker fails")
+
+    monkeypatch.setattr(beam_runner, "encode_example", fail)
+    with pytest.raises(Exception, match="a worker fails"):
+        tfr.convert(table.csv, out, runner="DirectRunner", overwrite=True, progress=False)
+    after = {p.name: p.read_bytes() for p in out.iterdir() if "tfrecord" in p.name}
+    assert after == before and tfr.Manifest.load(out / "train").records == 18
+
+
+@pytest.mark.parametrize("runner", ["local", "DirectRunner"])
+def test_integer_labels_are_kept_exactly_and_those_past_int64_discarded(tmp_path, runner):
+    image = tmp_path / "a.png"
+    from PIL import Image
+
+    Image.new("RGB", (4, 4)).save(image)
+    rows = ["split,image_uri,label"]
+    rows += [f"train,{image},9007199254740993", f"train,{image},99999999999999999999999"]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    summary = tfr.convert(tmp_path / "t.csv", tmp_path / "out", runner=runner, progress=False)
+    assert summary.rows["TRAIN"] == 1 and summary.discarded == 1
+    (label,) = [int(e["label"]) for e in tfr.load(tmp_path / "out", "train")]
+    assert label == 9007199254740993
+    with open(tmp_path / "out" / "discarded.csv", newline="") as f:
+        (entry,) = list(csv.DictReader(f))
+    assert entry["reason"] == "label '99999999999999999999999' is beyond int64"
+
+
 def test_cli_convert_on_beam_shows_only_its_summary(table, tmp_path):
     # A fresh interpreter imports Beam, which logs notes about optional Google Cloud
     # libraries: the command keeps them off the user's terminal.

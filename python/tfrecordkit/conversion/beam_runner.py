@@ -65,10 +65,14 @@ class _Convert(beam.DoFn):
         uri = str(row[self.by_role["image_uri"]])
         try:
             image = load_image(uri, self.image_size, self.image_format, self.options)
-            example = encode_example(features_of(row, self.roles, image, label_ids))
         except (OSError, ValueError) as err:
             entry = discard_entry(i, row, f"image {uri!r}: {err}", self.columns)
             yield beam.pvalue.TaggedOutput(DISCARDED, entry)
+            return
+        try:
+            example = encode_example(features_of(row, self.roles, image, label_ids))
+        except ValueError as err:
+            yield beam.pvalue.TaggedOutput(DISCARDED, discard_entry(i, row, str(err), self.columns))
             return
         yield split, example
 
@@ -126,8 +130,7 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
             raise FileExistsError(
                 17, "converted splits already exist; pass overwrite=True", existing[0]
             )
-        for path in existing:
-            os.remove(path)
+        # The splits there stay until each new one is committed in their place.
     label_col = by_role.get("label")
     strings = label_col is not None and label_kind(r.get(label_col) for r in job.rows()) == "string"
     header = ",".join(["row", "reason", *columns])
@@ -175,6 +178,7 @@ def convert_with_beam(job: Job, runner: str, pipeline_options: dict[str, Any]) -
                     f"{output_dir}/{split.lower()}",
                     num_shards=job.num_shards or 0,
                     compression=compression,
+                    overwrite=job.overwrite,
                 )
             )
         _ = (

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -295,6 +296,23 @@ def check_row(row: dict[str, Any], by_role: dict[str, str]) -> tuple[str, str | 
     return split, None
 
 
+def whole_number(value: Any, what: str = "") -> int:
+    """An integer cell (a number, or its text: "7", "7.0") as an int64, exactly: text is
+    never read through a float, which would round integers past 2^53."""
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+        n = int(value)
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        n = int(value)
+    else:
+        number = float(value)
+        if not number.is_integer():
+            raise ValueError(f"{what or repr(value)} is not a whole number")
+        n = int(number)
+    if not -(2**63) <= n < 2**63:
+        raise ValueError(f"{what or repr(value)} is beyond int64")
+    return n
+
+
 def discard_entry(i: int, row: dict[str, Any], reason: str, columns: list[str]) -> dict[str, Any]:
     return {"row": i, "reason": reason, **{k: row.get(k) for k in columns}}
 
@@ -314,7 +332,7 @@ def features_of(
         value = row.get(column)
         if role == "label":
             if vocab is None:
-                out["label"] = int(float(value))
+                out["label"] = whole_number(value, f"label {value!r}")
             else:
                 out["label"] = vocab[str(value)]
                 out["label_text"] = str(value)
@@ -322,9 +340,7 @@ def features_of(
             if missing(value):
                 raise ValueError(f"missing value in column {column!r}")
             try:
-                out[column] = {"integer": lambda v: int(float(v)), "float": float, "string": str}[
-                    role
-                ](value)
+                out[column] = {"integer": whole_number, "float": float, "string": str}[role](value)
             except (TypeError, ValueError):
                 raise ValueError(f"column {column!r}: {value!r} is not {role}") from None
     return out
