@@ -210,6 +210,37 @@ def test_damage_is_an_error_naming_the_file(spark, dataset: Path, tmp_path: Path
     assert skipped.option("resync", "true").load(str(bad)).count() == 999
 
 
+def test_skipping_damage_covers_the_schema_s_inference_and_raw_records(
+    spark, dataset: Path, tmp_path: Path
+) -> None:
+    shard = sorted(dataset.glob("*.tfrecord"))[1]
+    raw = bytearray(shard.read_bytes())
+    raw[40] ^= 0xFF  # in record 0, which the inferred schema is read from
+    (tmp_path / "bad.tfrecord").write_bytes(bytes(raw))
+    reader = spark.read.format("tfrecord").option("onError", "skip").option("resync", "True")
+    assert reader.load(str(tmp_path)).count() == 999
+    raw_records = reader.option("recordType", "ByteArray").load(str(tmp_path))
+    assert raw_records.count() == 999
+    with pytest.raises(ValueError, match="option resync must be true or false, not 'yes'"):
+        spark.read.format("tfrecord").option("resync", "yes").load(str(tmp_path))
+
+
+def test_errors_are_the_data_source_s_own_in_one_line(spark, dataset: Path, tmp_path) -> None:
+    read = spark.read.format("tfrecord")
+    with pytest.raises(FileNotFoundError, match="no such file") as missing:
+        read.load(str(tmp_path / "missing.tfrecord"))
+    with pytest.raises(ValueError, match="option batchSize must be a whole number") as bad:
+        read.option("batchSize", "abc").load(str(dataset))
+    (tmp_path / "foreign.tfrecord").write_text("id,label\n1,2\n")
+    with pytest.raises(tfr.NotTFRecordError) as foreign:
+        spark.read.format("tfrecord").load(str(tmp_path / "foreign.tfrecord"))
+    for err in (missing, bad, foreign):
+        assert len(str(err.value).splitlines()) == 1
+    df = spark.createDataFrame([({"a": 1},)], "m map<string,int>")
+    with pytest.raises(TypeError, match="column 'm'"):
+        df.write.format("tfrecord").save(str(tmp_path / "out" / "train"))
+
+
 def test_reads_and_writes_on_a_standalone_cluster(
     cluster_spark, dataset: Path, tmp_path: Path
 ) -> None:

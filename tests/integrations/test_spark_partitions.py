@@ -296,3 +296,15 @@ def test_partitioned_files_on_a_url() -> None:
         assert partition_values(files, ["memory://parted"]) == (["a"], [("1",), ("2",)])
     finally:
         fs.rm("/parted", recursive=True)
+
+
+def test_a_partition_column_named_with_an_underscore_is_found(tmp_path: Path) -> None:
+    for name in ["_split=a/x.tfrecord", "_split=b/y.tfrecord", "_temporary/z.tfrecord", "_SUCCESS"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    files = partitioned_files(str(tmp_path))
+    assert files == [
+        str(tmp_path / "_split=a" / "x.tfrecord"),
+        str(tmp_path / "_split=b" / "y.tfrecord"),
+    ]
+    assert partition_values(files, [str(tmp_path)]) == (["_split"], [("a",), ("b",)])

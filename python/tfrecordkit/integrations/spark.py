@@ -63,6 +63,7 @@ from ..schema.columns import as_table
 from ..schema.features import Schema
 from ..schema.reading import infer_schema
 from .arrow import arrow_columns, read_arrow
+from .spark_errors import spark_errors
 from .spark_partitions import (
     PartitionedWriter,
     datasets_under,
@@ -94,6 +95,7 @@ def register(spark: Any) -> None:
     _require_java()
     spark.dataSource.register(TFRecordDataSource)
     _teach_save_modes()
+    _teach_reader_errors()
 
 
 def _require_java() -> None:
@@ -171,6 +173,29 @@ class _ReadPlan:
     partition_values: list[tuple[str | None, ...]] = field(default_factory=list)
 
 
+def _flag(options: dict[str, str], name: str, default: bool) -> bool:
+    """A true/false option (its name in lower case in ``options``); anything else is a
+    ``ValueError`` naming it, never read as false."""
+    value = options.get(name)
+    if value is None:
+        return default
+    if str(value).strip().lower() not in ("true", "false"):
+        raise ValueError(f"option {name} must be true or false, not {value!r}")
+    return str(value).strip().lower() == "true"
+
+
+def _whole_option(options: dict[str, str], name: str, default: int) -> int:
+    """A whole-number option (``options`` keyed in lower case); anything else is a
+    ``ValueError`` naming it."""
+    value = options.get(name.lower())
+    if value is None:
+        return default
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"option {name} must be a whole number, not {value!r}") from None
+
+
 def _plan(options: dict[str, str]) -> _ReadPlan:
     import pyarrow as pa
 
@@ -194,9 +219,9 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
     on_error = options.get("onerror", "raise").lower()
     if on_error not in ("raise", "skip"):
         raise ValueError(f"onError must be raise or skip, not {on_error!r}")
-    resync = options.get("resync", "false").lower() == "true"
+    resync = _flag(options, "resync", False)
     partition_bytes = parse_size(options.get("partitionbytes", 64 << 20))
-    batch_size = int(options.get("batchsize", 65_536))
+    batch_size = _whole_option(options, "batchSize", 65_536)
     batch_bytes = parse_size(options.get("batchbytes", DEFAULT_BATCH_BYTES))
     if batch_size < 1 or batch_bytes < 1:
         raise ValueError("batchSize and batchBytes must be positive")
@@ -212,7 +237,13 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             if options.get("sequenceschema"):
                 lists = Schema.from_json(options["sequenceschema"])
         else:
-            inferred = infer_schema(files, compression=compression, storage_options=so)
+            inferred = infer_schema(
+                files,
+                compression=compression,
+                storage_options=so,
+                on_error=on_error,  # type: ignore[arg-type]
+                resync=resync,
+            )
             context = inferred
             lists = inferred.sequence if record_type == "sequenceexample" else None
         context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
@@ -390,6 +421,8 @@ class _Reader(DataSourceReader):
                 compression=p.compression,
                 storage_options=p.storage_options,
                 batch_bytes=p.batch_bytes,
+                on_error=p.on_error,  # type: ignore[arg-type]
+                resync=p.resync,
             ):
                 raw = pa.RecordBatch.from_arrays([pa.array(batch, pa.binary())], ["byteArray"])
                 yield _with_values(raw, p, partition).select(self.target.names)
@@ -439,7 +472,7 @@ def _write_settings(options: dict[str, str], overwrite: bool) -> tuple[str, str 
     if compression == "auto":
         compression = None
     mode = options.get("tfrecordkit_mode", "overwrite" if overwrite else "errorifexists")
-    index = options.get("index", "true").lower() != "false" and compression is None
+    index = _flag(options, "index", True) and compression is None
     return (prefix if is_url(prefix) else os.path.abspath(prefix)), compression, index, mode
 
 
@@ -593,13 +626,15 @@ def _teach_save_modes() -> None:
             original["mode"](writer, spark_mode)
             given.pop("path", None)
             given.update(tfrecordkit_mode=wanted, tfrecordkit_partitionby=json.dumps(columns))
-            return original["save"](writer, path, fmt, None, None, **given)
+            with spark_errors():
+                return original["save"](writer, path, fmt, None, None, **given)
         if wanted != "overwrite" and path and _dataset_at(path, so):
             if wanted == "ignore":
                 return None
             raise FileExistsError(f"a dataset already exists at {path}; use mode('overwrite')")
         original["mode"](self, spark_mode)
-        return original["save"](self, path, fmt, None, None, tfrecordkit_mode=wanted, **options)
+        with spark_errors():
+            return original["save"](self, path, fmt, None, None, tfrecordkit_mode=wanted, **options)
 
     DataFrameWriter.format = format  # type: ignore[method-assign]
     DataFrameWriter.mode = mode  # type: ignore[method-assign, assignment]
@@ -608,6 +643,30 @@ def _teach_save_modes() -> None:
     DataFrameWriter.partitionBy = partitionBy  # type: ignore[method-assign]
     DataFrameWriter.save = save  # type: ignore[method-assign]
     DataFrameWriter._tfrecordkit_modes = True  # type: ignore[attr-defined]
+
+
+def _teach_reader_errors() -> None:
+    """``DataFrameReader.load`` of ``tfrecord`` raises the data source's own errors (a
+    missing path, a bad option, a file that cannot give a schema), not Spark's wrapping."""
+    from pyspark.sql.readwriter import DataFrameReader
+
+    if getattr(DataFrameReader, "_tfrecordkit_errors", False):
+        return
+    original_format, original_load = DataFrameReader.format, DataFrameReader.load
+
+    def format(self: Any, source: str) -> Any:
+        self._tfr_format = source
+        return original_format(self, source)
+
+    def load(self: Any, path: Any = None, format: str | None = None, *args: Any, **kw: Any) -> Any:
+        if (format or getattr(self, "_tfr_format", None)) != FORMAT:
+            return original_load(self, path, format, *args, **kw)
+        with spark_errors():
+            return original_load(self, path, format, *args, **kw)
+
+    DataFrameReader.format = format  # type: ignore[method-assign]
+    DataFrameReader.load = load  # type: ignore[method-assign]
+    DataFrameReader._tfrecordkit_errors = True  # type: ignore[attr-defined]
 
 
 def _column_names(cols: Any) -> list[Any]:

@@ -78,8 +78,9 @@ def partition_dir(columns: Sequence[str], values: Sequence[str | None]) -> str:
 
 
 def _hidden(name: str) -> bool:
-    """Names Spark's file listing skips: staging (``.``) and job files (``_SUCCESS``)."""
-    return name.startswith((".", "_"))
+    """Names Spark's file listing skips: staging (``.``) and job files (``_SUCCESS``), but
+    not the directory of a partition column named with ``_`` (``_split=a``)."""
+    return name.startswith(".") or (name.startswith("_") and "=" not in name)
 
 
 def partitioned_files(directory: str, storage_options: StorageOptions = None) -> list[str]:
