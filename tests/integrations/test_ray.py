@@ -89,7 +89,7 @@ def test_read_ends_blocks_at_batch_bytes(tmp_path):
     assert sorted(r["i"] for r in ds.take_all()) == list(range(30))
     # What each read task yields: blocks whose records hold about batch_bytes.
     schema = tfr.infer_schema(path)
-    blocks = _read_files([path], schema, 65_536, 250_000, False, "auto", None, None)
+    blocks = _read_files([path], schema, 65_536, 250_000, False, "auto", None, None, {})
     assert [b.num_rows for b in blocks] == [3] * 10
 
 
@@ -98,6 +98,43 @@ def test_read_refuses_unknown_columns_and_names_missing_files(tmp_path, shards):
         tfr.ray.read(shards.files, columns=["nope"])
     with pytest.raises(FileNotFoundError):
         tfr.ray.read(str(tmp_path / "none-*.tfrecord"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"columns": "name"}, TypeError, "columns is a list of names"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"batch_bytes": -1}, ValueError, "batch_bytes"),
+        ({"on_error": "ignore"}, ValueError, "on_error must be"),
+        ({"resnyc": True}, TypeError, "unexpected keyword argument 'resnyc'"),
+    ],
+)
+def test_read_refuses_bad_arguments_before_any_task_runs(shards, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        tfr.ray.read(shards.files, **kwargs)
+
+
+def test_read_takes_a_directory_and_skips_damage_when_asked(tmp_path, shards):
+    directory = os.path.dirname(shards.files[0])
+    assert sorted(r["id"] for r in tfr.ray.read(directory).take_all()) == list(range(N))
+    raw = bytearray(Path(shards.files[0]).read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "bad.tfrecord").write_bytes(bytes(raw))
+    skipped = tfr.ray.read(str(tmp_path / "bad"), on_error="skip", resync=True)
+    bad = str(tmp_path / "bad" / "bad.tfrecord")
+    want = sum(1 for _ in tfr.read_records(bad, on_error="skip", resync=True))
+    assert 0 < skipped.count() == want
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "_SUCCESS").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="no data files in the directory"):
+        tfr.ray.read(str(tmp_path / "empty"))
+
+
+def test_sink_refuses_a_row_count_that_cannot_be():
+    with pytest.raises(ValueError, match="rows_per_shard"):
+        tfr.ray.Sink("out/train", rows_per_shard=-1)
 
 
 def test_sink_writes_the_sharded_layout_and_manifest(tmp_path, shards):

@@ -14,6 +14,7 @@ encodes each task's blocks natively into one shard; the shards take their final
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import types
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,8 +26,8 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import Manifest
-from ..io.options import DEFAULT_BATCH_BYTES
-from ..io.paths import Paths, StorageOptions, expand_paths, file_size, is_url
+from ..io.options import DEFAULT_BATCH_BYTES, check_count
+from ..io.paths import Paths, StorageOptions, expand_paths, file_size, is_sidecar, is_url
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
 from ..schema.features import Schema, _as_schema
@@ -51,6 +52,8 @@ def read(
     sequence_schema: Schema | dict[str, Any] | None = None,
     override_num_blocks: int | None = None,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    on_error: str = "raise",
+    resync: bool = False,
     **ray_args: Any,
 ) -> Any:
     """The Examples of ``paths`` (files, globs, directories or URLs) as a
@@ -64,19 +67,35 @@ def read(
     ``batch_bytes`` (4 MiB by default), so that large rows (images, audio) keep blocks
     small. ``schema`` is
     inferred from the first Examples when omitted; ``sequence_schema`` reads
-    SequenceExamples, as :func:`tfrecordkit.read_arrow` does. Other keyword arguments go to
-    ``ray.data.read_datasource`` (``concurrency``, ``num_cpus``, ...).
+    SequenceExamples, as :func:`tfrecordkit.read_arrow` does; ``on_error="skip"`` steps
+    over damaged records (``resync``: on to the next intact one after a damaged header).
+    A local directory is read as the data files in it. Other keyword arguments go to
+    ``ray.data.read_datasource`` (``concurrency``, ``num_cpus``, ...); any it does not take
+    is a ``TypeError``.
 
     >>> ds = tfr.ray.read("s3://bucket/train-*.tfrecord")  # doctest: +SKIP
     >>> ds.take(1)  # doctest: +SKIP
     """
-    files = expand_paths(paths, storage_options=storage_options)
+    taken = set(inspect.signature(ray.data.read_datasource).parameters) - {"datasource"}
+    unknown = sorted(set(ray_args) - taken)
+    if unknown:
+        raise TypeError(f"read() got an unexpected keyword argument {unknown[0]!r}")
+    if isinstance(columns, str):
+        raise TypeError(f"columns is a list of names, not the string {columns!r}")
+    check_count("batch_size", batch_size, low=1)
+    check_count("batch_bytes", batch_bytes, low=1)
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    files = _data_files(paths, storage_options)
+    read = {"on_error": on_error, "resync": bool(resync)}
     if schema is None and sequence_schema is None:
-        schema = infer_schema(files, compression=compression, storage_options=storage_options)
+        schema = infer_schema(
+            files, compression=compression, storage_options=storage_options, **read
+        )
         sequence_schema = schema.sequence
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
     sizes = [file_size(f, storage_options) for f in files]
-    options = (batch_size, batch_bytes, strings, compression, storage_options, lists)
+    options = (batch_size, batch_bytes, strings, compression, storage_options, lists, read)
     source = _Source(files, sizes, context, arrow_schema, options)
     return ray.data.read_datasource(source, override_num_blocks=override_num_blocks, **ray_args)
 
@@ -90,6 +109,7 @@ def _read_files(
     compression: str | None,
     storage_options: StorageOptions,
     sequence_schema: Schema | None,
+    read: dict[str, Any],
 ) -> Iterator[Any]:
     import pyarrow as pa
 
@@ -102,6 +122,7 @@ def _read_files(
         compression=compression,
         storage_options=storage_options,
         sequence_schema=sequence_schema,
+        **read,
     )
     for batch in reader:
         yield pa.Table.from_batches([batch])
@@ -119,7 +140,8 @@ class _Source(Datasource):
         super().__init__()
         self.files, self.sizes = files, sizes
         self.schema, self.arrow_schema = schema, arrow_schema
-        # batch_size, batch_bytes, strings, compression, storage_options, sequence_schema
+        # batch_size, batch_bytes, strings, compression, storage_options, sequence_schema,
+        # and the error policy
         self.options = options
 
     def get_name(self) -> str:
@@ -162,6 +184,38 @@ class _Source(Datasource):
                 )
             )
         return tasks
+
+
+def _data_files(paths: Paths, storage_options: StorageOptions) -> list[str]:
+    """The files ``paths`` name (see :func:`tfrecordkit.expand_paths`), a local directory
+    standing for the data files in it: not its sidecars, its hidden or ``_`` names (such
+    as ``_SUCCESS``) or its subdirectories."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else paths
+    if not isinstance(items, (list, tuple)):
+        return expand_paths(paths, storage_options=storage_options)
+    files: list[str] = []
+    named: list[Any] = []  # paths and globs, expanded together (sidecars among them skipped)
+    for item in items:
+        path = os.fspath(item) if isinstance(item, os.PathLike) else item
+        if not (isinstance(path, str) and not is_url(path) and os.path.isdir(path)):
+            named.append(item)
+            continue
+        if named:
+            files += expand_paths(named, storage_options=storage_options)
+            named = []
+        found = [
+            os.path.join(path, name)
+            for name in sorted(os.listdir(path))
+            if not name.startswith((".", "_"))
+            and not is_sidecar(name)
+            and os.path.isfile(os.path.join(path, name))
+        ]
+        if not found:
+            raise FileNotFoundError(2, "no data files in the directory", path)
+        files += found
+    if named or not files:
+        files += expand_paths(named, storage_options=storage_options)
+    return files
 
 
 def _balanced(files: list[str | ByteRange], sizes: list[int], n: int) -> list[list[int]]:
@@ -214,6 +268,8 @@ class Sink(Datasink):
         self.schema = None if schema is None else dict(_as_schema(schema))
         self.index = bool(index) and compression is None
         self.overwrite = overwrite
+        if rows_per_shard is not None:
+            check_count("rows_per_shard", rows_per_shard, low=1)
         self.rows_per_shard = rows_per_shard
         self.storage_options = storage_options
         self.manifest: Manifest | None = None
