@@ -36,7 +36,6 @@ class TFRecordError(Exception):
     def __init__(
         self,
         message: str,
-        *,
         path: str | None = None,
         offset: int | None = None,
         record_index: int | None = None,
@@ -64,6 +63,26 @@ class TFRecordError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         # Keep the location through pickling (errors cross DataLoader worker processes).
         return (_rebuild, (type(self), self.message, self.__dict__.copy()))
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The message and the location, as the constructor takes them: a framework that
+        makes the error again from its ``args`` (Apache Beam, adding the step it ran)
+        keeps where it happened."""
+        where = [self.path, self.offset, self.record_index, self.key, self.lost]
+        while where and where[-1] is None:
+            where.pop()
+        return (self.message, *where)
+
+    @args.setter
+    def args(self, value: tuple[Any, ...]) -> None:
+        value = tuple(value)
+        self.message = str(value[0]) if value else ""
+        for name, given in zip(_LOCATION, value[1:], strict=False):
+            setattr(self, name, given)
+
+
+_LOCATION = ("path", "offset", "record_index", "key", "lost")
 
 
 def _rebuild(cls: type[TFRecordError], message: str, state: dict[str, Any]) -> TFRecordError:

@@ -89,6 +89,41 @@ def test_write_and_read_examples_transforms(tmp_path):
         assert_that(got, equal_to([(i, i / 2) for i in range(50)]))
 
 
+def test_damage_met_in_beam_keeps_its_location(tmp_path):
+    path = tmp_path / "d.tfrecord"
+    with tfr.RecordWriter(str(path)) as w:
+        w.write_many(tfr.encode_example({"i": i}) for i in range(30))
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(tfr.TFRecordError) as err, beam.Pipeline() as p:
+        _ = p | ReadExamples(str(path))
+    assert err.value.path == str(path) and err.value.record_index is not None
+    assert f"({path}, record {err.value.record_index}, offset" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"num_shards": "2"}, ValueError, "num_shards"),
+        ({"num_shards": 2.5}, ValueError, "num_shards"),
+        ({"num_shards": -1}, ValueError, "num_shards"),
+    ],
+)
+def test_write_examples_refuses_bad_arguments_at_once(tmp_path, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        WriteExamples(str(tmp_path / "out"), **kwargs)
+
+
+def test_write_examples_names_what_it_cannot_write(tmp_path):
+    with pytest.raises(
+        TypeError, match=r"serialized records \(bytes\) or dicts of features, not str"
+    ):
+        with beam.Pipeline() as p:
+            _ = p | beam.Create(["a"]) | WriteExamples(str(tmp_path / "out"))
+    assert not list(tmp_path.iterdir())
+
+
 def test_cli_convert_on_the_direct_runner(table, tmp_path):
     from click.testing import CliRunner
     from tfrecordkit.cli import main

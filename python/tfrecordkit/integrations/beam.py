@@ -25,8 +25,9 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from .._core import frame_record
 from ..datasets.commit import DatasetCommit
-from ..datasets.manifest import Manifest
+from ..datasets.manifest import MAX_SHARDS, Manifest
 from ..errors import TFRecordError
+from ..io.options import check_count
 from ..io.paths import StorageOptions, expand_paths
 from ..io.records import read_records
 from ..schema.example import decode_example, encode_example
@@ -42,7 +43,14 @@ def frame(data: bytes) -> bytes:
 
 
 def _serialized(value: bytes | Mapping[str, Any]) -> bytes:
-    return value if isinstance(value, bytes) else encode_example(value)
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            "WriteExamples takes serialized records (bytes) or dicts of features, "
+            f"not {type(value).__name__}"
+        )
+    return encode_example(value)
 
 
 class _Deal(beam.DoFn):
@@ -169,8 +177,7 @@ class WriteExamples(beam.PTransform):
         super().__init__()
         if compression not in (None, "gzip", "zlib"):
             raise ValueError(f'compression must be None, "gzip" or "zlib", not {compression!r}')
-        if num_shards < 0:
-            raise ValueError(f"num_shards must be 0 (the runner chooses) or more, not {num_shards}")
+        check_count("num_shards", num_shards, low=0, high=MAX_SHARDS)
         prefix = os.fspath(file_path_prefix)
         self.num_shards = num_shards
         self.schema = None if schema is None else _as_schema(schema)
