@@ -69,6 +69,9 @@ def test_schema_as_spark_ddl_or_tfrecordkit_json(spark, dataset: Path) -> None:
     missing = spark.read.format("tfrecord").schema("nope bigint").load(str(dataset))
     with pytest.raises(Exception, match=r"columns \['nope'\] are not in the data"):
         missing.collect()
+    wrong = spark.read.format("tfrecord").schema("x bigint").load(str(dataset))
+    with pytest.raises(Exception, match="SchemaError: column 'x': the schema gives int64"):
+        wrong.collect()
 
 
 def test_sequence_examples_and_raw_records(spark, tmp_path: Path) -> None:

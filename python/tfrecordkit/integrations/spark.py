@@ -48,6 +48,7 @@ except ImportError as err:  # pragma: no cover - the [spark] extra installs it
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import manifest_path
 from ..datasets.writer import parse_size
+from ..errors import SchemaError
 from ..io.options import DEFAULT_BATCH_BYTES
 from ..io.paths import (
     GLOB_CHARS,
@@ -63,7 +64,7 @@ from ..schema.columns import as_table
 from ..schema.features import Schema
 from ..schema.reading import infer_schema
 from .arrow import arrow_columns, read_arrow
-from .spark_errors import spark_errors
+from .spark_errors import spark_errors, teach_reader_errors
 from .spark_partitions import (
     PartitionedWriter,
     datasets_under,
@@ -95,7 +96,7 @@ def register(spark: Any) -> None:
     _require_java()
     spark.dataSource.register(TFRecordDataSource)
     _teach_save_modes()
-    _teach_reader_errors()
+    teach_reader_errors(FORMAT)
 
 
 def _require_java() -> None:
@@ -440,7 +441,29 @@ class _Reader(DataSourceReader):
             batch_bytes=p.batch_bytes,
         )
         for batch in reader:
-            yield _with_values(batch, p, partition).select(self.target.names).cast(self.target)
+            yield _cast(_with_values(batch, p, partition).select(self.target.names), self.target)
+
+
+def _cast(batch: Any, target: Any) -> Any:
+    """``batch`` as the schema Spark asked for; a column whose values do not fit the type
+    given for it is a ``SchemaError`` naming it."""
+    import pyarrow as pa
+
+    try:
+        return batch.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        for field in target:
+            column = batch.column(field.name)
+            try:
+                column.cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+                raise SchemaError(
+                    f"column {field.name!r}: the schema gives {field.type}, and the records "
+                    f"hold {column.type}: "
+                    f"{str(err).splitlines()[0]}",
+                    key=field.name,
+                ) from None
+        raise
 
 
 def _with_values(batch: Any, plan: _ReadPlan, partition: InputPartition) -> Any:
@@ -643,30 +666,6 @@ def _teach_save_modes() -> None:
     DataFrameWriter.partitionBy = partitionBy  # type: ignore[method-assign]
     DataFrameWriter.save = save  # type: ignore[method-assign]
     DataFrameWriter._tfrecordkit_modes = True  # type: ignore[attr-defined]
-
-
-def _teach_reader_errors() -> None:
-    """``DataFrameReader.load`` of ``tfrecord`` raises the data source's own errors (a
-    missing path, a bad option, a file that cannot give a schema), not Spark's wrapping."""
-    from pyspark.sql.readwriter import DataFrameReader
-
-    if getattr(DataFrameReader, "_tfrecordkit_errors", False):
-        return
-    original_format, original_load = DataFrameReader.format, DataFrameReader.load
-
-    def format(self: Any, source: str) -> Any:
-        self._tfr_format = source
-        return original_format(self, source)
-
-    def load(self: Any, path: Any = None, format: str | None = None, *args: Any, **kw: Any) -> Any:
-        if (format or getattr(self, "_tfr_format", None)) != FORMAT:
-            return original_load(self, path, format, *args, **kw)
-        with spark_errors():
-            return original_load(self, path, format, *args, **kw)
-
-    DataFrameReader.format = format  # type: ignore[method-assign]
-    DataFrameReader.load = load  # type: ignore[method-assign]
-    DataFrameReader._tfrecordkit_errors = True  # type: ignore[attr-defined]
 
 
 def _column_names(cols: Any) -> list[Any]:

@@ -1,13 +1,15 @@
 """Errors of the ``tfrecord`` data source as a user of Spark sees them. Spark hands an
 error raised in the data source's Python code back as an ``AnalysisException`` or a
-``PythonException`` whose message holds the Python traceback; the error found at its end
-is raised in its place, as its own type with its own one line."""
+``PythonException`` whose message holds the Python traceback; where the data source's
+caller can (``load``, ``save``), the error found at its end is raised in its place, as its
+own type with its own one line."""
 
 from __future__ import annotations
 
 import contextlib
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from .. import errors
 
@@ -61,3 +63,28 @@ def spark_errors() -> Iterator[None]:
         if found is None:
             raise
         raise found from None
+
+
+def teach_reader_errors(source: str) -> None:
+    """``DataFrameReader.load`` of the data source ``source`` raises the data source's own
+    errors (a missing path, a bad option, a file that cannot give a schema), not Spark's
+    exception around them."""
+    from pyspark.sql.readwriter import DataFrameReader
+
+    if getattr(DataFrameReader, "_tfrecordkit_errors", False):
+        return
+    original_format, original_load = DataFrameReader.format, DataFrameReader.load
+
+    def format(self: Any, name: str) -> Any:
+        self._tfr_format = name
+        return original_format(self, name)
+
+    def load(self: Any, path: Any = None, format: str | None = None, *args: Any, **kw: Any) -> Any:
+        if (format or getattr(self, "_tfr_format", None)) != source:
+            return original_load(self, path, format, *args, **kw)
+        with spark_errors():
+            return original_load(self, path, format, *args, **kw)
+
+    DataFrameReader.format = format  # type: ignore[method-assign]
+    DataFrameReader.load = load  # type: ignore[method-assign]
+    DataFrameReader._tfrecordkit_errors = True  # type: ignore[attr-defined]
