@@ -66,3 +66,15 @@ def test_tensorflow_reads_seekable_gzip_as_ordinary_gzip(tmp_path):
     assert len(members) > 2
     got = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type="GZIP")]
     assert got == records
+
+
+def test_doubles_beyond_float32_are_stored_as_tensorflow_stores_them(tmp_path):
+    import warnings
+
+    values = np.array([1e300, -1e300, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = tfr.write_dataset({"x": values}, str(tmp_path / "t"), progress=False)
+    ours = [tfr.decode_example(r)["x"].tolist() for r in tfr.read_records(m.files)]
+    theirs = [list(tf.train.FloatList(value=[v]).value) for v in values]
+    assert ours == theirs == [[np.inf], [-np.inf], [0.5]]

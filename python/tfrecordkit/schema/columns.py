@@ -95,7 +95,10 @@ def _numeric(name: str, arr: np.ndarray) -> tuple[np.ndarray, str]:
             raise OverflowError(f"column {name!r} has values beyond the int64 range")
         return np.ascontiguousarray(arr, dtype=np.int64).ravel(), "int64"
     if kind == "f":
-        return np.ascontiguousarray(arr, dtype=np.float32).ravel(), "float32"
+        # An Example's floats are float32: past its range a value is infinite, as
+        # TensorFlow's FloatList stores it (and encode_example), without NumPy's warning.
+        with np.errstate(over="ignore"):
+            return np.ascontiguousarray(arr, dtype=np.float32).ravel(), "float32"
     raise TypeError(f"column {name!r}: unsupported dtype {arr.dtype}")
 
 
