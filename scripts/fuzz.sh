@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every fuzz target of the core for SECONDS each (default 30), starting from seed
-# files written by TensorFlow and by tfrecordkit (crates/core/fuzz/seeds). A crash fails
+# Runs every fuzz target of the core for SECONDS each (default 30), starting from sample
+# files written by TensorFlow and by tfrecordkit (crates/core/fuzz/samples). A crash fails
 # the run and leaves its input under crates/core/fuzz/artifacts/; turn it into a test.
 # Then fuzzes the Python loaders of sidecars (manifests, schema.json, TFDS metadata) with
 # arbitrary JSON for as long, with the installed package ($VENV, .venv by default).
@@ -17,7 +17,7 @@ cargo fuzz build -O
 for target in $(cargo fuzz list); do
     mkdir -p "fuzz/corpus/$target"
     log=$(mktemp)
-    if ! cargo fuzz run -O "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
+    if ! cargo fuzz run -O "$target" "fuzz/corpus/$target" "fuzz/samples/$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=10 >"$log" 2>&1; then
         tail -n 40 "$log"
         echo "fuzz target $target FAILED" >&2

@@ -1,8 +1,8 @@
-"""Writes the fuzz targets' seed inputs: small files and payloads made by TensorFlow and by
+"""Writes the fuzz targets' starting inputs: small files and payloads made by TensorFlow and by
 tfrecordkit, and images TensorFlow cannot encode made by Pillow. Run from the repository
 root with the test environment:
 
-    .venv/bin/python crates/core/fuzz/make_seeds.py
+    .venv/bin/python crates/core/fuzz/make_samples.py
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tensorflow as tf
 import tfrecordkit as tfr
 from PIL import Image
 
-SEEDS = Path(__file__).resolve().parent / "seeds"
+SAMPLES = Path(__file__).resolve().parent / "samples"
 
 
 def tf_examples() -> list[bytes]:
@@ -59,12 +59,12 @@ def tf_file(path: Path, payloads: list[bytes], compression: str = "") -> bytes:
 
 
 def put(target: str, name: str, data: bytes) -> None:
-    d = SEEDS / target
+    d = SAMPLES / target
     d.mkdir(parents=True, exist_ok=True)
     (d / name).write_bytes(data)
 
 
-def schema_specs_seed() -> bytes:
+def schema_specs_sample() -> bytes:
     """Three specs (k0: FixedLen [2] int64 with a default, k1: VarLen float32, k2:
     FixedLenSequence [2] bytes), 0xFE, then records with those keys split at 0xFF."""
     head = bytes([3, 0, 0, 1, 2, 0, 1, 1, 1, 0, 1, 0, 2, 2, 1, 2, 2, 0, 0])
@@ -76,7 +76,7 @@ def schema_specs_seed() -> bytes:
 
 
 def main() -> None:
-    tmp = SEEDS / "_tmp"
+    tmp = SAMPLES / "_tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     examples = tf_examples()
     ours = [
@@ -96,7 +96,7 @@ def main() -> None:
         put(target, "sequence", tf_sequence_example())
     for target in ("schema_parse", "parse_in_place"):
         put(target, "batch", b"\xff".join(examples[:2] + ours))
-    put("schema_specs", "three-specs", schema_specs_seed())
+    put("schema_specs", "three-specs", schema_specs_sample())
     pixels = np.arange(6 * 9 * 3, dtype=np.uint8).reshape(6, 9, 3)
     for pick, name, data in [
         (0x07, "rgb.jpg", tf.io.encode_jpeg(pixels).numpy()),
