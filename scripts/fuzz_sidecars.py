@@ -128,7 +128,7 @@ def mutate(doc: Any, rng: random.Random) -> Any:
     return doc
 
 
-def seeds(root: Path) -> dict[str, Any]:
+def valid_sidecars(root: Path) -> dict[str, Any]:
     """Valid sidecars of a small dataset written under ``root``."""
     data = root / "data"
     data.mkdir()
@@ -187,9 +187,9 @@ def main() -> int:
     rng = random.Random(seed)
     runs = loaded = 0
     with tempfile.TemporaryDirectory() as tmp:
-        valid = seeds(Path(tmp))
+        valid = valid_sidecars(Path(tmp))
         data = Path(tmp) / "data"
-        attempt(data, "manifest", valid["manifest"], valid)  # the seeds themselves load
+        attempt(data, "manifest", valid["manifest"], valid)  # the valid ones themselves load
         deadline = time.monotonic() + args.seconds
         while time.monotonic() < deadline:
             which = rng.choice(sorted(valid))
