@@ -156,3 +156,24 @@ def test_a_frame_without_columns_is_that_many_empty_examples(tmp_path):
     for record in tfr.read_records(m.files):
         assert tfr.decode_example(record) == {}
         assert not tf.train.Example.FromString(record).features.feature
+
+
+@pytest.mark.parametrize("kind", ["arrow", "arrow-chunked", "pandas", "polars"])
+def test_a_column_of_a_dict_keeps_its_type_and_nulls_as_in_a_frame(tmp_path, kind):
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    values = [31, None, 45]
+    column = {
+        "arrow": lambda: pa.array(values),
+        "arrow-chunked": lambda: pa.chunked_array([values[:1], values[1:]]),
+        "pandas": lambda: pd.Series(values, dtype="Int64"),
+        "polars": lambda: pl.Series(values),
+    }[kind]()
+    m = tfr.write_dataset({"age": column, "id": [1, 2, 3]}, str(tmp_path / "t"), progress=False)
+    rows = [tfr.decode_example(r) for r in tfr.read_records(m.files)]
+    assert [r.get("age") for r in rows] == [[31], None, [45]]
+    assert rows[0]["age"].dtype == np.int64  # not float32 with a NaN for the null
+    back = tfr.read_table(m.files, nullable=True)
+    assert back.column("age").to_pylist() == values

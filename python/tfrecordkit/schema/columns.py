@@ -343,6 +343,14 @@ def as_table(data: Any, schema: Mapping[str, Any] | None = None) -> Table:
         items = list(data.items())
 
         def convert(name: str, col: Any) -> Column:
+            # An Arrow, pandas or Polars column keeps its type and its nulls, as in a frame.
+            kind = type(col).__module__
+            if kind.startswith("pyarrow"):
+                return _arrow_column(name, col)
+            if kind.startswith("pandas"):
+                return _pandas_column(name, col)
+            if kind.startswith("polars"):
+                return _arrow_column(name, col.to_arrow())
             if isinstance(col, np.ndarray):
                 return _fixed(name, col)
             if isinstance(col, (list, tuple)):
