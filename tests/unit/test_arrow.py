@@ -58,6 +58,67 @@ def test_read_table_infers_the_schema_and_picks_columns(data):
         tfr.read_table(path, columns=["nope"])
 
 
+def test_nullable_features_are_null_where_an_example_lacks_them(tmp_path):
+    path = str(tmp_path / "n.tfrecord")
+    rows = [{"id": 0, "age": 30, "pos": [1.0, 2.0]}, {"id": 1}, {"id": 2, "age": 41, "name": "c"}]
+    with tfr.RecordWriter(path) as w:
+        w.write_many(tfr.encode_example(r) for r in rows)
+    schema = {
+        "id": tfr.FixedLen([], "int64"),
+        "age": tfr.FixedLen([], "int64"),
+        "pos": tfr.FixedLen([2], "float32"),
+        "name": tfr.FixedLen([], "bytes"),
+    }
+    table = tfr.read_table(path, schema, nullable=["age", "pos", "name"], strings=True)
+    assert table.schema.field("age").type == pa.int64()
+    assert table.to_pylist() == [
+        {"id": 0, "age": 30, "pos": [1.0, 2.0], "name": None},
+        {"id": 1, "age": None, "pos": None, "name": None},
+        {"id": 2, "age": 41, "pos": None, "name": "c"},
+    ]
+    # Inferred: a feature of one value wherever present is a nullable scalar column.
+    inferred = tfr.read_table(path, nullable=True)
+    assert inferred.schema.field("age").type == pa.int64()
+    assert inferred.column("age").to_pylist() == [30, None, 41]
+    assert inferred.column("pos").type == pa.large_list(pa.float32())  # not a scalar
+    picked = tfr.read_table(path, nullable=True, columns=["id", "name"])
+    assert picked.column("name").to_pylist() == [None, None, b"c"]
+    assert tfr.infer_schema(path, nullable=True)["age"] == tfr.FixedLen([], "int64")
+    assert tfr.infer_schema(path)["age"] == tfr.VarLen("int64")
+    assert tfr.read_table(path).schema.field("age").type == pa.large_list(pa.int64())
+    # Without nullable, a missing FixedLen feature is an error, as in TensorFlow.
+    with pytest.raises(tfr.SchemaError, match="required"):
+        tfr.read_table(path, schema)
+
+
+def test_a_nullable_feature_of_another_count_names_its_file_record_and_feature(tmp_path):
+    path = str(tmp_path / "n.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        w.write_many(tfr.encode_example(r) for r in [{"a": 1}, {}, {"a": [1, 2]}])
+    with pytest.raises(tfr.SchemaError, match=r"'a' \(int64\) has 2 values; expected 1") as info:
+        tfr.read_table(path, {"a": tfr.FixedLen([], "int64")}, nullable=True)
+    assert (info.value.path, info.value.record_index, info.value.key) == (path, 2, "a")
+    spec = {"a": tfr.FixedLen([], "int64")}
+    with pytest.raises(TypeError, match="list of feature names"):
+        tfr.read_table(path, spec, nullable="a")
+    with pytest.raises(KeyError, match="'b'"):
+        tfr.read_table(path, spec, nullable=["b"])
+    with pytest.raises(ValueError, match="FixedLen"):
+        tfr.read_table(path, {"a": tfr.VarLen("int64")}, nullable=["a"])
+    with pytest.raises(ValueError, match="one or the other"):
+        tfr.read_table(path, {"a": tfr.FixedLen([], "int64", default=0)}, nullable=["a"])
+
+
+def test_reading_no_features_gives_one_row_per_record(data, tmp_path):
+    path, rows = data
+    other = str(tmp_path / "b.tfrecord")
+    with tfr.RecordWriter(other) as w:
+        w.write(tfr.encode_example({"id": 1}))
+    batches = list(tfr.read_arrow([path, other], {}, batch_size=4))
+    assert [b.num_rows for b in batches] == [4, 4, 3] and batches[0].num_columns == 0
+    assert tfr.read_table(path, SCHEMA, columns=[]).num_rows == len(rows)
+
+
 def test_a_pipeline_to_arrow_matches_read_arrow(data):
     path, _ = data
     table = tfr.read_table(path, SCHEMA, batch_size=3)

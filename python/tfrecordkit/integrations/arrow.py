@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from ..errors import SchemaError
 from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from ..io.paths import StorageOptions
 from ..io.policy import OnError
@@ -44,7 +45,7 @@ from ..schema.features import (
     VarLen,
     _as_schema,
 )
-from ..schema.reading import infer_schema
+from ..schema.reading import guess_schema
 from ..schema.sequence import as_sequence_schema, compiled_lists
 
 __all__ = ["read_arrow", "read_table"]
@@ -67,6 +68,7 @@ def read_arrow(
     storage_options: StorageOptions = None,
     options: ReadOptions | None = None,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    nullable: bool | Sequence[str] = False,
 ) -> Any:
     """The Examples of ``paths`` as a ``pyarrow.RecordBatchReader`` of up to
     ``batch_size`` rows per batch, streamed: a batch in hand, the next one read on a thread
@@ -91,6 +93,15 @@ def read_arrow(
       each Example's entries sorted by index (``indices_0``, ``indices_1`` ... for several
       dimensions); the dense shape of every row is the feature's ``size``.
 
+    ``nullable`` names ``FixedLen`` features that an Example may lack (``True``: all of
+    those without a ``default``): where one is missing, or its list is empty, its value
+    is null, where TensorFlow would need a ``default``; any other number of values than
+    its shape holds is a :class:`~tfrecordkit.SchemaError`. With ``nullable=True`` and no
+    schema, a feature of one value wherever present that some of the sampled Examples
+    lack is a nullable scalar column rather than a list (the others are read as inferred).
+    Nullable columns written from Spark or pandas read back this way:
+    ``read_arrow(p, {"age": FixedLen([], "int64")}, nullable=["age"])``.
+
     With ``sequence_schema`` the records are ``SequenceExample``\\ s: ``schema`` (may be
     None) reads their context and ``sequence_schema`` their feature lists, one column per
     list: ``FixedLenSequence`` a ``large_list`` of steps, ``VarLen`` a ``large_list`` of
@@ -113,13 +124,31 @@ def read_arrow(
     o = ReadOptions.given(options, locals())
     if schema is None and sequence_schema is None:
         # Inferred from records read as the batches will be, counted once in the report.
-        schema = infer_schema(paths, options=o.replace(report=None))
+        sampled = o.replace(report=None)
+        schema, missing = guess_schema(paths, 1000, nullable is True, options=sampled)
         sequence_schema = schema.sequence
+        if nullable is True:
+            nullable = missing
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
     names = arrow_schema.names
     kinds = {f.name: f.type for f in arrow_schema}
+    if isinstance(nullable, set):  # those the inference found missing, of the columns read
+        nullable = [k for k in nullable if k in context]
+    optional = _nullable_features(context, nullable)
     reader = _open(paths, o, ahead=True)
-    next_batch, arrays = _readers(pa, reader, context, lists, batch_size, batch_bytes)
+    next_batch, arrays = _readers(pa, reader, context, lists, batch_size, batch_bytes, optional)
+
+    if not names:
+        # No features read: a batch is its number of records.
+        def next_batch() -> Any:
+            return reader.read_batch(batch_size, batch_bytes)
+
+        def batch(records: Any) -> Any:
+            return pa.record_batch([pa.nulls(len(records))], names=["rows"]).select([])
+
+        return pa.RecordBatchReader.from_batches(
+            arrow_schema, (batch(r) for r in _batches(next_batch, o, reader))
+        )
 
     def batch(parsed: Any) -> Any:
         built = dict(zip([*context, *(lists or ())], arrays(parsed), strict=True))
@@ -163,6 +192,30 @@ def arrow_columns(
     return context, lists, pa.schema([(k, kinds[k]) for k in names])
 
 
+def _nullable_features(context: Schema, nullable: bool | Sequence[str]) -> set[str]:
+    """The features of ``nullable`` (``True``: every ``FixedLen`` one without a default),
+    each checked to be a ``FixedLen`` feature read."""
+    if isinstance(nullable, bool):
+        if not nullable:
+            return set()
+        return {k for k, s in context.items() if isinstance(s, FixedLen) and s.default is None}
+    if isinstance(nullable, str):
+        raise TypeError(f"nullable is a list of feature names, not the str {nullable!r}")
+    out = set(nullable)
+    for key in out:
+        if key not in context:
+            raise KeyError(f"nullable names {key!r}, which is not a feature read {list(context)}")
+        if not isinstance(context[key], FixedLen):
+            kind = type(context[key]).__name__
+            raise ValueError(f"nullable features are FixedLen ones; {key!r} is a {kind}")
+        if context[key].default is not None:
+            raise ValueError(
+                f"feature {key!r} has a default, which fills in where it is missing; "
+                "a nullable feature is null there instead: give one or the other"
+            )
+    return out
+
+
 def read_table(
     paths: ReadPaths, schema: Schema | dict[str, Any] | None = None, **kwargs: Any
 ) -> Any:
@@ -177,33 +230,46 @@ def _readers(
     lists: Schema | None,
     batch_size: int,
     batch_bytes: int,
+    optional: set[str],
 ) -> tuple[Callable[[], Any], Callable[[Any], list[Any]]]:
     """How to read a batch, and how to make its Arrow arrays (context, then lists).
 
     Examples, and the context and feature lists of SequenceExamples, are read and parsed
-    in one native call, each ``FixedLenSequence`` checked but not padded."""
-    compiled = context.compiled(unpadded=True)
+    in one native call, each ``FixedLenSequence`` checked but not padded, and each
+    ``optional`` feature parsed as a ``VarLen``."""
+    parsing = Schema({k: VarLen(s.dtype) if k in optional else s for k, s in context.items()})
+    compiled = parsing.compiled(unpadded=True)
     wanted = None if lists is None else compiled_lists(lists)
 
     def read_parsed() -> Any:
         return reader.read_parsed(compiled, batch_size, True, wanted, batch_bytes)
 
+    def examples(parsed: Any) -> list[Any]:
+        return _example_arrays(pa, context, parsed, optional)
+
     if lists is None:
-        return read_parsed, lambda parsed: _example_arrays(pa, context, parsed)
+        return read_parsed, examples
 
     def both(parsed: Any) -> list[Any]:
         context_columns, list_columns_ = parsed
-        out = _example_arrays(pa, context, context_columns)
+        out = examples(context_columns)
         return out + _list_arrays(pa, lists, list_columns_)
 
     return read_parsed, both
 
 
-def _example_arrays(pa: Any, schema: Schema, parsed: list[Any]) -> list[Any]:
+def _example_arrays(
+    pa: Any, schema: Schema, parsed: list[Any], optional: set[str] = frozenset()
+) -> list[Any]:
     """The Arrow arrays of ``schema``'s features from a batch's ``parsed`` features (as the
-    native parse lays them out, bytes as ``(data, offsets)``)."""
+    native parse lays them out, bytes as ``(data, offsets)``; the ``optional`` ones as
+    ``VarLen``\\ s)."""
     out = []
-    for spec, p in zip(schema.values(), parsed, strict=True):
+    for (key, spec), p in zip(schema.items(), parsed, strict=True):
+        if key in optional:
+            values, _, splits = p
+            out.append(_with_nulls(pa, key, spec, splits, values_array(pa, values)))
+            continue
         if isinstance(spec, SparseFeature):
             indices, values, _, row_splits = p
             by_dimension = [indices[:, 1 + d] for d in range(len(spec.index_key))]
@@ -222,6 +288,30 @@ def _example_arrays(pa: Any, schema: Schema, parsed: list[Any]) -> list[Any]:
                 offsets = _element_splits(spec, splits)
                 out.append(list_array(pa, offsets, nest_fixed_size(pa, leaf, spec.shape)))
     return out
+
+
+def _with_nulls(pa: Any, key: str, spec: FixedLen, splits: np.ndarray, leaf: Any) -> Any:
+    """A ``FixedLen`` feature's array from its values read as a ``VarLen``: null in each row
+    with no values; a row with another number of values than the shape holds is a
+    :class:`SchemaError` naming the feature and the row."""
+    size = int(np.prod(spec.shape, dtype=np.int64))
+    counts = np.diff(np.asarray(splits, dtype=np.int64))
+    present = counts != 0
+    wrong = np.flatnonzero(present & (counts != size))
+    if wrong.size:
+        row = int(wrong[0])
+        raise SchemaError(
+            f"feature {key!r} ({spec.dtype}) has {counts[row]} values; expected {size}, "
+            "or none for a null",
+            key=key,
+            record_index=row,
+        )
+    array = nest_fixed_size(pa, leaf, spec.shape)
+    if present.all():
+        return array
+    # Row i takes the array's value at the number of present rows before it.
+    at = np.cumsum(present) - 1
+    return array.take(pa.array(at, mask=~present))
 
 
 def _element_splits(spec: FixedLenSequence, splits: np.ndarray) -> np.ndarray:

@@ -45,13 +45,25 @@ class SchemaGuess:
             self._present[key] = self._present.get(key, 0) + 1
 
     @property
+    def optional(self) -> set[str]:
+        """Features of one value wherever present that some Examples lack: those that
+        ``schema(nullable=True)`` makes ``FixedLen([])``, to be read as nullable."""
+        return {
+            key
+            for key in self._kinds
+            if self._counts[key] == {1} and self._present[key] < self.examples
+        }
+
+    @property
     def kinds(self) -> dict[str, str]:
         """The type (``int64``, ``float32``, ``bytes``) of each feature seen with a value."""
         return dict(self._kinds)
 
-    def schema(self) -> Schema:
+    def schema(self, nullable: bool = False) -> Schema:
         """The guessed schema. Features empty in every Example (no value, so no type)
-        are left out, with a :class:`~tfrecordkit.SchemaWarning` naming them."""
+        are left out, with a :class:`~tfrecordkit.SchemaWarning` naming them. With
+        ``nullable``, a feature of one value wherever it is present is ``FixedLen([])``
+        even where some Examples lack it (to read with ``nullable``)."""
         unknown = [key for key in self._counts if key not in self._kinds]
         if unknown:
             shown = first_few([repr(k) for k in unknown], 5)
@@ -64,7 +76,8 @@ class SchemaGuess:
         specs: dict[str, Spec] = {}
         for key, kind in self._kinds.items():
             sizes = self._counts[key]
-            if self._present[key] == self.examples and len(sizes) == 1:
+            everywhere = self._present[key] == self.examples
+            if len(sizes) == 1 and (everywhere or (nullable and sizes == {1})):
                 (size,) = sizes
                 specs[key] = FixedLen([] if size == 1 else [size], kind)
             else:

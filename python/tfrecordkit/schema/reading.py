@@ -73,10 +73,14 @@ def read_examples(
 SAMPLE_BYTES = 16 << 20
 
 
-def infer_schema(paths: ReadPaths, sample: int = 1000, **read_kwargs: Any) -> Schema:
+def infer_schema(
+    paths: ReadPaths, sample: int = 1000, *, nullable: bool = False, **read_kwargs: Any
+) -> Schema:
     """Guesses a schema from the first ``sample`` Examples of ``paths``, or fewer once they
     hold 16 MiB (see :class:`SchemaGuess`); ``read_kwargs`` are the read options of
-    :func:`read_records`.
+    :func:`read_records`. With ``nullable``, a feature that some Examples lack is
+    ``FixedLen([])`` where those that have it hold one value, as
+    ``read_arrow(nullable=True)`` reads it (null where missing).
     A record that is not an Example raises ``ExampleDecodeError`` naming its file and
     index. For ``SequenceExample``s the schema is the context's, and its ``sequence``
     attribute the feature lists' (``FixedLenSequence`` where every step has one size, else
@@ -85,6 +89,14 @@ def infer_schema(paths: ReadPaths, sample: int = 1000, **read_kwargs: Any) -> Sc
     >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
     Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
     """
+    return guess_schema(paths, sample, nullable, **read_kwargs)[0]
+
+
+def guess_schema(
+    paths: ReadPaths, sample: int, nullable: bool, **read_kwargs: Any
+) -> tuple[Schema, set[str]]:
+    """:func:`infer_schema`, and the features it found missing from some Examples that it
+    made ``FixedLen([])`` (with ``nullable``), to be read as nullable."""
     check_count("sample", sample)
     options = read_kwargs.pop("options", None)
     unknown = set(read_kwargs) - {f.name for f in dataclasses.fields(ReadOptions)}
@@ -122,7 +134,7 @@ def infer_schema(paths: ReadPaths, sample: int = 1000, **read_kwargs: Any) -> Sc
                 raise
         if guess.examples >= sample or seen >= SAMPLE_BYTES:
             break
-    schema = guess.schema()
+    schema = guess.schema(nullable)
     if steps.seen:
         schema.sequence = steps.schema()
-    return schema
+    return schema, guess.optional if nullable else set()
