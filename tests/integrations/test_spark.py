@@ -36,6 +36,8 @@ def test_read_maps_types_as_spark_tfrecord_does(spark, dataset: Path) -> None:
     df = spark.read.format("tfrecord").load(str(dataset / "train-*.tfrecord"))
     types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
     assert types == {"i": "bigint", "x": "float", "name": "binary", "tags": "array<bigint>"}
+    # Features in every Example, and arrays (empty where missing), are never null.
+    assert not any(f.nullable for f in df.schema.fields)
     assert df.rdd.getNumPartitions() == 1  # small shards share a partition
     apart = spark.read.format("tfrecord").option("partitionBytes", 1).load(str(dataset))
     assert apart.rdd.getNumPartitions() == 3 and apart.count() == N
@@ -66,12 +68,79 @@ def test_schema_as_spark_ddl_or_tfrecordkit_json(spark, dataset: Path) -> None:
     assert [f.name for f in df.schema.fields] == ["i", "tags"]
     assert _sorted(df)[2].tags == [0, 1]
 
-    missing = spark.read.format("tfrecord").schema("nope bigint").load(str(dataset))
-    with pytest.raises(Exception, match=r"columns \['nope'\] are not in the data"):
-        missing.collect()
+    # As in Spark's other sources, a column no Example has is null.
+    absent = spark.read.format("tfrecord").schema("i bigint, nope bigint").load(str(dataset))
+    assert {r.nope for r in absent.collect()} == {None} and absent.count() == N
     wrong = spark.read.format("tfrecord").schema("x bigint").load(str(dataset))
     with pytest.raises(Exception, match="SchemaError: column 'x': the schema gives int64"):
         wrong.collect()
+    # A scalar type reads a feature of at most one value; one Example holding more is an
+    # error naming the feature and the record.
+    several = spark.read.format("tfrecord").schema("i bigint, tags bigint").load(str(dataset))
+    with pytest.raises(Exception, match=r"feature 'tags' \(int64\) has 2 values; .*record 2\)"):
+        several.collect()
+    # No columns: the batches still hold the rows (PySpark itself drops the rows of
+    # batches without columns on their way to the JVM).
+    from tfrecordkit.integrations.spark import TFRecordDataSource
+
+    source = TFRecordDataSource({"path": str(dataset), "schema": "{}"})
+    reader = source.reader(source.schema())
+    assert sum(b.num_rows for part in reader.partitions() for b in reader.read(part)) == N
+
+
+def test_nullable_columns_round_trip(spark, tmp_path: Path) -> None:
+    from pyspark.sql import types as T
+
+    schema = T.StructType(
+        [
+            T.StructField("id", T.LongType()),
+            T.StructField("age", T.LongType()),
+            T.StructField("score", T.FloatType()),
+            T.StructField("name", T.StringType()),
+            T.StructField("tags", T.ArrayType(T.LongType())),
+        ]
+    )
+
+    def row(k: int) -> tuple:
+        age = None if k % 3 else k
+        score = None if k % 5 == 1 else k / 2
+        return (k, age, score, None if k % 4 else f"n{k}", [k] * (k % 3))
+
+    rows = [row(k) for k in range(50)]
+    spark.createDataFrame(rows, schema).write.format("tfrecord").save(str(tmp_path / "t/part"))
+    back = spark.read.format("tfrecord").option("strings", "name").load(str(tmp_path / "t"))
+    types = {f.name: f.dataType.simpleString() for f in back.schema.fields}
+    assert [f.nullable for f in back.schema.fields] == [False, True, True, True, False]
+    assert types == {
+        "id": "bigint",
+        "age": "bigint",
+        "score": "float",
+        "name": "string",
+        "tags": "array<bigint>",
+    }
+    assert [tuple(r) for r in _sorted(back, "id")] == [(*r[:4], r[4]) for r in rows]
+
+
+def test_given_schema_reads_features_the_sample_never_saw(spark, tmp_path: Path) -> None:
+    path = tmp_path / "late.tfrecord"
+    with tfr.RecordWriter(str(path)) as w:
+        for k in range(1500):
+            late = {"late": k, "words": [b"a", b"b"][: k % 3]} if k >= 1200 else {}
+            w.write(tfr.encode_example({"i": k, **late}))
+    inferred = spark.read.format("tfrecord").load(str(path))
+    assert [f.name for f in inferred.schema.fields] == ["i"]
+    given = "i bigint, late int, words array<string>"
+    df = spark.read.format("tfrecord").schema(given).load(str(path))
+    got = _sorted(df)
+    assert [r.late for r in got[1198:1202]] == [None, None, 1200, 1201]
+    # An array column is a VarLen feature: empty where an Example lacks it, as in TensorFlow.
+    assert [r.words for r in got[1199:1203]] == [[], [], ["a"], ["a", "b"]]
+    with pytest.raises(Exception, match="a TFRecord feature holds int64, float32 or bytes"):
+        spark.read.format("tfrecord").schema("i bigint, d date").load(str(path)).collect()
+    # NOT NULL reads the feature as required: the first Example without it is an error.
+    required = spark.read.format("tfrecord").schema("i bigint, late bigint not null")
+    with pytest.raises(Exception, match=r'"late" \(int64\) is required .*record 0\)'):
+        required.load(str(path)).collect()
 
 
 def test_sequence_examples_and_raw_records(spark, tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ from ..io.paths import (
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
 from ..schema.features import Schema
-from ..schema.reading import infer_schema
+from ..schema.reading import guess_schema
 from .arrow import arrow_columns, read_arrow
 from .spark_errors import spark_errors, teach_reader_errors
 from .spark_partitions import (
@@ -72,6 +72,7 @@ from .spark_partitions import (
     partitioned_files,
     prepare,
 )
+from .spark_schema import never_null, read_features, spark_struct
 
 __all__ = ["TFRecordDataSource", "register"]
 
@@ -169,6 +170,8 @@ class _ReadPlan:
     partition_bytes: int = 64 << 20
     batch_size: int = 65_536
     batch_bytes: int = DEFAULT_BATCH_BYTES
+    #: Features read as null where an Example lacks them (inferred ones).
+    nullable: set[str] = field(default_factory=set)
     #: Partition columns found in the files' name=value directories, and each file's values.
     partition_columns: list[str] = field(default_factory=list)
     partition_values: list[tuple[str | None, ...]] = field(default_factory=list)
@@ -228,6 +231,7 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
         raise ValueError("batchSize and batchBytes must be positive")
     context: Schema | None = None
     lists: Schema | None = None
+    nullable: set[str] = set()
     given = options.get("schema")
     if record_type == "bytearray":
         arrow_schema = pa.schema([("byteArray", pa.binary())])
@@ -238,16 +242,21 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             if options.get("sequenceschema"):
                 lists = Schema.from_json(options["sequenceschema"])
         else:
-            inferred = infer_schema(
+            # Spark's columns are nullable: a scalar feature that some sampled Examples
+            # lack is null where it is missing.
+            inferred, nullable = guess_schema(
                 files,
+                1000,
+                True,
                 compression=compression,
                 storage_options=so,
-                on_error=on_error,  # type: ignore[arg-type]
+                on_error=on_error,
                 resync=resync,
             )
             context = inferred
             lists = inferred.sequence if record_type == "sequenceexample" else None
         context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
+        arrow_schema = never_null(arrow_schema, context, nullable)
     clash = [c for c in partition_columns if c in arrow_schema.names]
     if clash:
         raise ValueError(f"partition columns {clash} are features of the records too")
@@ -264,47 +273,12 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
         storage_options=so,
         on_error=on_error,
         resync=resync,
+        nullable=nullable,
         partition_bytes=partition_bytes,
         batch_size=batch_size,
         batch_bytes=batch_bytes,
         partition_columns=partition_columns,
         partition_values=values,
-    )
-
-
-def spark_type(arrow_type: Any) -> Any:
-    """The Spark SQL type of an Arrow type that :func:`tfrecordkit.read_arrow` gives."""
-    import pyarrow as pa
-    from pyspark.sql import types as T
-
-    if pa.types.is_int64(arrow_type):
-        return T.LongType()
-    if pa.types.is_float32(arrow_type):
-        return T.FloatType()
-    if pa.types.is_float64(arrow_type):
-        return T.DoubleType()
-    if pa.types.is_large_binary(arrow_type) or pa.types.is_binary(arrow_type):
-        return T.BinaryType()
-    if pa.types.is_large_string(arrow_type) or pa.types.is_string(arrow_type):
-        return T.StringType()
-    if (
-        pa.types.is_large_list(arrow_type)
-        or pa.types.is_list(arrow_type)
-        or pa.types.is_fixed_size_list(arrow_type)
-    ):
-        return T.ArrayType(spark_type(arrow_type.value_type), containsNull=False)
-    if pa.types.is_struct(arrow_type):
-        return T.StructType(
-            [T.StructField(f.name, spark_type(f.type), f.nullable) for f in arrow_type]
-        )
-    raise TypeError(f"no Spark type for the Arrow type {arrow_type}")
-
-
-def _struct(arrow_schema: Any) -> Any:
-    from pyspark.sql import types as T
-
-    return T.StructType(
-        [T.StructField(f.name, spark_type(f.type), nullable=True) for f in arrow_schema]
     )
 
 
@@ -339,7 +313,7 @@ class TFRecordDataSource(DataSource):
         return _plan(dict(self.options))
 
     def schema(self) -> Any:
-        return _struct(self._read_plan.arrow_schema)
+        return spark_struct(self._read_plan.arrow_schema)
 
     def reader(self, schema: Any) -> DataSourceReader:
         return _Reader(self._read_plan, schema)
@@ -383,10 +357,20 @@ class _Reader(DataSourceReader):
 
         self.plan = plan
         self.target = to_arrow_schema(schema)
-        names = [f.name for f in plan.arrow_schema]
-        missing = [n for n in self.target.names if n not in names]
-        if missing:
-            raise ValueError(f"columns {missing} are not in the data, whose features are {names}")
+        if plan.record_type == "bytearray":
+            names = [f.name for f in plan.arrow_schema]
+            missing = [n for n in self.target.names if n not in names]
+            if missing:
+                raise ValueError(f"columns {missing} are not in the records, only {names}")
+            self.context, self.nullable = None, set()
+            return
+        # Features the given schema names are read as it says, seen by the inference or not.
+        self.context, self.nullable = read_features(
+            plan.context or Schema({}),
+            plan.nullable,
+            self.target,
+            [*plan.partition_columns, *(plan.lists or ())],
+        )
 
     def partitions(self) -> list[InputPartition]:
         p = self.plan
@@ -430,7 +414,8 @@ class _Reader(DataSourceReader):
             return
         reader = read_arrow(
             paths,
-            p.context,
+            self.context,
+            nullable=sorted(self.nullable),
             sequence_schema=p.lists,
             strings=p.strings,
             compression=p.compression,
@@ -449,6 +434,8 @@ def _cast(batch: Any, target: Any) -> Any:
     given for it is a ``SchemaError`` naming it."""
     import pyarrow as pa
 
+    if not target.names:
+        return batch  # cast() would lose the row count of a batch of no columns
     try:
         return batch.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
