@@ -108,6 +108,7 @@ def test_read_refuses_unknown_columns_and_names_missing_files(tmp_path, shards):
         ({"batch_bytes": -1}, ValueError, "batch_bytes"),
         ({"on_error": "ignore"}, ValueError, "on_error must be"),
         ({"resnyc": True}, TypeError, "unexpected keyword argument 'resnyc'"),
+        ({"nullable": ["nope"]}, KeyError, "nullable names 'nope'"),
     ],
 )
 def test_read_refuses_bad_arguments_before_any_task_runs(shards, kwargs, error, message):
@@ -130,6 +131,16 @@ def test_read_takes_a_directory_and_skips_damage_when_asked(tmp_path, shards):
     (tmp_path / "empty" / "_SUCCESS").write_bytes(b"")
     with pytest.raises(FileNotFoundError, match="no data files in the directory"):
         tfr.ray.read(str(tmp_path / "empty"))
+
+
+def test_read_gives_nulls_for_missing_features_when_asked(tmp_path):
+    path = str(tmp_path / "n.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        rows = [{"id": k, **({"age": k} if k % 2 else {})} for k in range(6)]
+        w.write_many(tfr.encode_example(r) for r in rows)
+    rows = sorted(tfr.ray.read(path, nullable=True).take_all(), key=lambda r: r["id"])
+    assert [r["age"] for r in rows] == [None, 1, None, 3, None, 5]
+    assert tfr.ray.read(path).schema().types[1] == pa.large_list(pa.int64())
 
 
 def test_sink_refuses_a_row_count_that_cannot_be():

@@ -122,33 +122,28 @@ def read_arrow(
     check_count("batch_size", batch_size)
     check_count("batch_bytes", batch_bytes)
     o = ReadOptions.given(options, locals())
+    missing = None
     if schema is None and sequence_schema is None:
         # Inferred from records read as the batches will be, counted once in the report.
         sampled = o.replace(report=None)
         schema, missing = guess_schema(paths, 1000, nullable is True, options=sampled)
         sequence_schema = schema.sequence
-        if nullable is True:
-            nullable = missing
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
     names = arrow_schema.names
     kinds = {f.name: f.type for f in arrow_schema}
-    if isinstance(nullable, set):  # those the inference found missing, of the columns read
-        nullable = [k for k in nullable if k in context]
-    optional = _nullable_features(context, nullable)
+    optional = nullable_features(context, nullable, missing)
     reader = _open(paths, o, ahead=True)
-    next_batch, arrays = _readers(pa, reader, context, lists, batch_size, batch_bytes, optional)
-
     if not names:
         # No features read: a batch is its number of records.
-        def next_batch() -> Any:
+        def records() -> Any:
             return reader.read_batch(batch_size, batch_bytes)
 
-        def batch(records: Any) -> Any:
-            return pa.record_batch([pa.nulls(len(records))], names=["rows"]).select([])
+        def rows(batch: list[bytes]) -> Any:
+            return pa.record_batch([pa.nulls(len(batch))], names=["rows"]).select([])
 
-        return pa.RecordBatchReader.from_batches(
-            arrow_schema, (batch(r) for r in _batches(next_batch, o, reader))
-        )
+        counted = (rows(batch) for batch in _batches(records, o, reader))
+        return pa.RecordBatchReader.from_batches(arrow_schema, counted)
+    next_batch, arrays = _readers(pa, reader, context, lists, batch_size, batch_bytes, optional)
 
     def batch(parsed: Any) -> Any:
         built = dict(zip([*context, *(lists or ())], arrays(parsed), strict=True))
@@ -192,9 +187,14 @@ def arrow_columns(
     return context, lists, pa.schema([(k, kinds[k]) for k in names])
 
 
-def _nullable_features(context: Schema, nullable: bool | Sequence[str]) -> set[str]:
-    """The features of ``nullable`` (``True``: every ``FixedLen`` one without a default),
-    each checked to be a ``FixedLen`` feature read."""
+def nullable_features(
+    context: Schema, nullable: bool | Sequence[str], missing: set[str] | None = None
+) -> set[str]:
+    """The features of ``nullable`` (``True``: every ``FixedLen`` one without a default, or,
+    for a schema inferred, those of them it found ``missing`` from some Examples), each
+    checked to be a ``FixedLen`` feature read."""
+    if nullable is True and missing is not None:
+        return {k for k in missing if k in context}
     if isinstance(nullable, bool):
         if not nullable:
             return set()

@@ -31,8 +31,8 @@ from ..io.paths import Paths, StorageOptions, expand_paths, file_size, is_sideca
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
 from ..schema.features import Schema, _as_schema
-from ..schema.reading import infer_schema
-from .arrow import arrow_columns, read_arrow
+from ..schema.reading import guess_schema
+from .arrow import arrow_columns, nullable_features, read_arrow
 
 __all__ = ["Sink", "read"]
 
@@ -54,6 +54,7 @@ def read(
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     on_error: str = "raise",
     resync: bool = False,
+    nullable: bool | Sequence[str] = False,
     **ray_args: Any,
 ) -> Any:
     """The Examples of ``paths`` (files, globs, directories or URLs) as a
@@ -68,10 +69,11 @@ def read(
     small. ``schema`` is
     inferred from the first Examples when omitted; ``sequence_schema`` reads
     SequenceExamples, as :func:`tfrecordkit.read_arrow` does; ``on_error="skip"`` steps
-    over damaged records (``resync``: on to the next intact one after a damaged header).
-    A local directory is read as the data files in it. Other keyword arguments go to
-    ``ray.data.read_datasource`` (``concurrency``, ``num_cpus``, ...); any it does not take
-    is a ``TypeError``.
+    over damaged records (``resync``: on to the next intact one after a damaged header);
+    ``nullable`` reads features that an Example may lack as null there, as
+    :func:`tfrecordkit.read_arrow` does. A local directory is read as the data files in
+    it. Other keyword arguments go to ``ray.data.read_datasource`` (``concurrency``,
+    ``num_cpus``, ...); any it does not take is a ``TypeError``.
 
     >>> ds = tfr.ray.read("s3://bucket/train-*.tfrecord")  # doctest: +SKIP
     >>> ds.take(1)  # doctest: +SKIP
@@ -88,12 +90,19 @@ def read(
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     files = _data_files(paths, storage_options)
     read = {"on_error": on_error, "resync": bool(resync)}
+    missing = None
     if schema is None and sequence_schema is None:
-        schema = infer_schema(
-            files, compression=compression, storage_options=storage_options, **read
+        schema, missing = guess_schema(
+            files,
+            1000,
+            nullable is True,
+            compression=compression,
+            storage_options=storage_options,
+            **read,
         )
         sequence_schema = schema.sequence
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
+    read["nullable"] = sorted(nullable_features(context, nullable, missing))
     sizes = [file_size(f, storage_options) for f in files]
     options = (batch_size, batch_bytes, strings, compression, storage_options, lists, read)
     source = _Source(files, sizes, context, arrow_schema, options)

@@ -170,7 +170,8 @@ class _ReadPlan:
     partition_bytes: int = 64 << 20
     batch_size: int = 65_536
     batch_bytes: int = DEFAULT_BATCH_BYTES
-    #: Features read as null where an Example lacks them (inferred ones).
+    #: Features read as null where an Example lacks them: scalars the inference sample
+    #: found missing from some Examples.
     nullable: set[str] = field(default_factory=set)
     #: Partition columns found in the files' name=value directories, and each file's values.
     partition_columns: list[str] = field(default_factory=list)

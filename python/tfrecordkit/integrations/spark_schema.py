@@ -18,7 +18,7 @@ from typing import Any
 
 from ..schema.features import FixedLen, Schema, Spec, VarLen
 
-__all__ = ["read_features", "spark_struct", "spark_type"]
+__all__ = ["never_null", "read_features", "spark_struct", "spark_type"]
 
 
 def spark_type(arrow_type: Any) -> Any:
