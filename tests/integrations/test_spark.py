@@ -118,7 +118,7 @@ def test_nullable_columns_round_trip(spark, tmp_path: Path) -> None:
         "name": "string",
         "tags": "array<bigint>",
     }
-    assert [tuple(r) for r in _sorted(back, "id")] == [(*r[:4], r[4]) for r in rows]
+    assert [tuple(r) for r in _sorted(back, "id")] == rows
 
 
 def test_given_schema_reads_features_the_sample_never_saw(spark, tmp_path: Path) -> None:
@@ -137,6 +137,18 @@ def test_given_schema_reads_features_the_sample_never_saw(spark, tmp_path: Path)
     assert [r.words for r in got[1199:1203]] == [[], [], ["a"], ["a", "b"]]
     with pytest.raises(Exception, match="a TFRecord feature holds int64, float32 or bytes"):
         spark.read.format("tfrecord").schema("i bigint, d date").load(str(path)).collect()
+    # A feature in every sampled Example is NOT NULL: an Example past the sample without
+    # it is an error naming it, with how to read nulls instead.
+    sparse = tmp_path / "sparse.tfrecord"
+    with tfr.RecordWriter(str(sparse)) as w:
+        w.write_many(tfr.encode_example({"i": k} if k != 1300 else {}) for k in range(1500))
+    inferred = spark.read.format("tfrecord").load(str(sparse))
+    assert [(f.name, f.nullable) for f in inferred.schema.fields] == [("i", False)]
+    with pytest.raises(Exception, match=r"record 1300\)") as info:
+        inferred.collect()
+    assert "its column is NOT NULL (as inferred where every sampled" in str(info.value)
+    nulls = spark.read.format("tfrecord").schema("i bigint").load(str(sparse))
+    assert sum(r.i is None for r in nulls.collect()) == 1
     # NOT NULL reads the feature as required: the first Example without it is an error.
     required = spark.read.format("tfrecord").schema("i bigint, late bigint not null")
     with pytest.raises(Exception, match=r'"late" \(int64\) is required .*record 0\)'):

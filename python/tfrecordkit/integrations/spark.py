@@ -72,7 +72,7 @@ from .spark_partitions import (
     partitioned_files,
     prepare,
 )
-from .spark_schema import never_null, read_features, spark_struct
+from .spark_schema import hint_nullable, never_null, read_features, spark_struct
 
 __all__ = ["TFRecordDataSource", "register"]
 
@@ -426,8 +426,13 @@ class _Reader(DataSourceReader):
             batch_size=p.batch_size,
             batch_bytes=p.batch_bytes,
         )
-        for batch in reader:
-            yield _cast(_with_values(batch, p, partition).select(self.target.names), self.target)
+        names = self.target.names
+        try:
+            for batch in reader:
+                yield _cast(_with_values(batch, p, partition).select(names), self.target)
+        except SchemaError as err:
+            hint_nullable(err, self.target)
+            raise
 
 
 def _cast(batch: Any, target: Any) -> Any:

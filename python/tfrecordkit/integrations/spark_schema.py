@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from ..errors import SchemaError
 from ..schema.features import FixedLen, Schema, Spec, VarLen
 
-__all__ = ["never_null", "read_features", "spark_struct", "spark_type"]
+__all__ = ["hint_nullable", "never_null", "read_features", "spark_struct", "spark_type"]
 
 
 def spark_type(arrow_type: Any) -> Any:
@@ -137,3 +138,17 @@ def read_features(
         elif scalar:
             nullable.discard(name)
     return Schema(specs), nullable
+
+
+def hint_nullable(err: SchemaError, target: Any) -> None:
+    """Tells, on an error for a feature missing from an Example, how to read it as null
+    when its column is ``NOT NULL`` (as inferred for features every sampled Example has)."""
+    key = err.key
+    if key is None or "is required but could not be found" not in err.message:
+        return
+    if key not in target.names or target.field(key).nullable:
+        return
+    err.message += (
+        "; its column is NOT NULL (as inferred where every sampled Example has the "
+        f'feature): give .schema("{key} ...") with the column nullable to read null there'
+    )
