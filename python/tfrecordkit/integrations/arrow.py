@@ -122,16 +122,11 @@ def read_arrow(
     check_count("batch_size", batch_size)
     check_count("batch_bytes", batch_bytes)
     o = ReadOptions.given(options, locals())
-    missing = None
-    if schema is None and sequence_schema is None:
-        # Inferred from records read as the batches will be, counted once in the report.
-        sampled = o.replace(report=None)
-        schema, missing = guess_schema(paths, 1000, nullable is True, options=sampled)
-        sequence_schema = schema.sequence
-    context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
+    # Inferred from records read as the batches will be, counted once in the report.
+    read = (paths, schema, sequence_schema, columns, strings, nullable)
+    context, lists, arrow_schema, optional = columns_to_read(*read, o.replace(report=None))
     names = arrow_schema.names
     kinds = {f.name: f.type for f in arrow_schema}
-    optional = nullable_features(context, nullable, missing)
     reader = _open(paths, o, ahead=True)
     if not names:
         # No features read: a batch is its number of records.
@@ -155,6 +150,26 @@ def read_arrow(
             yield _located(reader, batch, parsed)
 
     return pa.RecordBatchReader.from_batches(arrow_schema, batches())
+
+
+def columns_to_read(
+    paths: ReadPaths,
+    schema: Schema | dict[str, Any] | None,
+    sequence_schema: Schema | dict[str, Any] | None,
+    columns: Sequence[str] | None,
+    strings: Strings,
+    nullable: bool | Sequence[str],
+    options: ReadOptions,
+) -> tuple[Schema, Schema | None, Any, set[str]]:
+    """:func:`arrow_columns` of ``schema``, inferred from ``paths`` (read with ``options``)
+    when neither it nor ``sequence_schema`` is given, and the nullable features among them
+    (see :func:`nullable_features`)."""
+    missing = None
+    if schema is None and sequence_schema is None:
+        schema, missing = guess_schema(paths, nullable=nullable is True, options=options)
+        sequence_schema = schema.sequence
+    context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
+    return context, lists, arrow_schema, nullable_features(context, nullable, missing)
 
 
 def arrow_columns(

@@ -26,13 +26,12 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from ..datasets.commit import DatasetCommit
 from ..datasets.manifest import Manifest
-from ..io.options import DEFAULT_BATCH_BYTES, check_count
+from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from ..io.paths import Paths, StorageOptions, expand_paths, file_size, is_sidecar, is_url
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
 from ..schema.features import Schema, _as_schema
-from ..schema.reading import guess_schema
-from .arrow import arrow_columns, nullable_features, read_arrow
+from .arrow import columns_to_read, read_arrow
 
 __all__ = ["Sink", "read"]
 
@@ -89,20 +88,11 @@ def read(
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     files = _data_files(paths, storage_options)
-    read = {"on_error": on_error, "resync": bool(resync)}
-    missing = None
-    if schema is None and sequence_schema is None:
-        schema, missing = guess_schema(
-            files,
-            1000,
-            nullable is True,
-            compression=compression,
-            storage_options=storage_options,
-            **read,
-        )
-        sequence_schema = schema.sequence
-    context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
-    read["nullable"] = sorted(nullable_features(context, nullable, missing))
+    read: dict[str, Any] = {"on_error": on_error, "resync": bool(resync)}
+    sampled = ReadOptions(compression=compression, storage_options=storage_options, **read)
+    given = (files, schema, sequence_schema, columns, strings, nullable)
+    context, lists, arrow_schema, optional = columns_to_read(*given, sampled)
+    read["nullable"] = sorted(optional)
     sizes = [file_size(f, storage_options) for f in files]
     options = (batch_size, batch_bytes, strings, compression, storage_options, lists, read)
     source = _Source(files, sizes, context, arrow_schema, options)

@@ -247,8 +247,7 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             # lack is null where it is missing.
             inferred, nullable = guess_schema(
                 files,
-                1000,
-                True,
+                nullable=True,
                 compression=compression,
                 storage_options=so,
                 on_error=on_error,

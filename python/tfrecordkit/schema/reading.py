@@ -93,7 +93,7 @@ def infer_schema(
 
 
 def guess_schema(
-    paths: ReadPaths, sample: int, nullable: bool, **read_kwargs: Any
+    paths: ReadPaths, sample: int = 1000, nullable: bool = False, **read_kwargs: Any
 ) -> tuple[Schema, set[str]]:
     """:func:`infer_schema`, and the features it found missing from some Examples that it
     made ``FixedLen([])`` (with ``nullable``), to be read as nullable."""
