@@ -116,6 +116,7 @@ class CompiledSchema:
         columns: list[tuple[str, Any]],
         features: list[tuple[str, Any]] | None = None,
         unpadded: bool = False,
+        nullable: list[str] = ...,
     ) -> CompiledSchema: ...
     def outputs(self, parsed: list[Any]) -> dict[str, Any]: ...
 

@@ -77,7 +77,7 @@ def test_schema_as_spark_ddl_or_tfrecordkit_json(spark, dataset: Path) -> None:
     # A scalar type reads a feature of at most one value; one Example holding more is an
     # error naming the feature and the record.
     several = spark.read.format("tfrecord").schema("i bigint, tags bigint").load(str(dataset))
-    with pytest.raises(Exception, match=r"feature 'tags' \(int64\) has 2 values; .*record 2\)"):
+    with pytest.raises(Exception, match=r'feature "tags" \(int64\) has 2 values; .*record 2\)'):
         several.collect()
     # No columns: the batches still hold the rows (PySpark itself drops the rows of
     # batches without columns on their way to the JVM).

@@ -81,6 +81,7 @@ def test_nullable_features_are_null_where_an_example_lacks_them(tmp_path):
     assert inferred.schema.field("age").type == pa.int64()
     assert inferred.column("age").to_pylist() == [30, None, 41]
     assert inferred.column("pos").type == pa.large_list(pa.float32())  # not a scalar
+    assert inferred.column("pos").to_pylist() == [[1.0, 2.0], None, None]
     picked = tfr.read_table(path, nullable=True, columns=["id", "name"])
     assert picked.column("name").to_pylist() == [None, None, b"c"]
     assert tfr.infer_schema(path, nullable=True)["age"] == tfr.FixedLen([], "int64")
@@ -95,7 +96,9 @@ def test_a_nullable_feature_of_another_count_names_its_file_record_and_feature(t
     path = str(tmp_path / "n.tfrecord")
     with tfr.RecordWriter(path) as w:
         w.write_many(tfr.encode_example(r) for r in [{"a": 1}, {}, {"a": [1, 2]}])
-    with pytest.raises(tfr.SchemaError, match=r"'a' \(int64\) has 2 values; expected 1") as info:
+    with pytest.raises(
+        tfr.SchemaError, match=r'"a" \(int64\) has 2 values; expected 1, or none'
+    ) as info:
         tfr.read_table(path, {"a": tfr.FixedLen([], "int64")}, nullable=True)
     assert (info.value.path, info.value.record_index, info.value.key) == (path, 2, "a")
     spec = {"a": tfr.FixedLen([], "int64")}
@@ -103,8 +106,8 @@ def test_a_nullable_feature_of_another_count_names_its_file_record_and_feature(t
         tfr.read_table(path, spec, nullable="a")
     with pytest.raises(KeyError, match="'b'"):
         tfr.read_table(path, spec, nullable=["b"])
-    with pytest.raises(ValueError, match="FixedLen"):
-        tfr.read_table(path, {"a": tfr.VarLen("int64")}, nullable=["a"])
+    with pytest.raises(ValueError, match="FixedLen or VarLen"):
+        tfr.read_table(path, {"a": tfr.FixedLenSequence([], "int64")}, nullable=["a"])
     with pytest.raises(ValueError, match="one or the other"):
         tfr.read_table(path, {"a": tfr.FixedLen([], "int64", default=0)}, nullable=["a"])
 
@@ -549,3 +552,24 @@ def test_a_shape_with_no_values_is_a_schema_error_naming_its_feature(tmp_path):
     as_lists = {"a": tfr.VarLen("int64"), "b": tfr.FixedLen([], "int64")}
     table = tfr.read_table(str(path), schema=as_lists)
     assert table.column("a").to_pylist() == [[]]
+
+
+def test_a_nullable_list_is_null_where_missing_and_empty_where_empty(tmp_path):
+    table = pa.table(
+        {
+            "tags": pa.array([["a", "b"], [], None, ["c"]], pa.list_(pa.string())),
+            "ids": pa.array([[1], None, [], [2, 3]], pa.list_(pa.int64())),
+        }
+    )
+    tfr.write_dataset(table, str(tmp_path / "d"))
+    files = str(tmp_path / "d-*.tfrecord")
+    schema = {"tags": tfr.VarLen("bytes"), "ids": tfr.VarLen("int64")}
+    back = tfr.read_table(files, schema, nullable=True, strings=True)
+    back.validate(full=True)
+    assert back.to_pydict() == table.to_pydict()
+    # As TensorFlow reads them, a missing list is an empty one.
+    plain = tfr.read_table(files, schema, nullable=["ids"], strings=True)
+    assert plain.column("tags").to_pylist() == [["a", "b"], [], [], ["c"]]
+    assert plain.column("ids").to_pylist() == [[1], None, [], [2, 3]]
+    # Sliced batches keep their nulls where they were.
+    assert back.slice(1, 2).column("tags").to_pylist() == [[], None]

@@ -417,3 +417,34 @@ def test_a_feature_whose_type_changes_names_the_record_where_it_does(tmp_path):
     with pytest.raises(tfr.SchemaError, match="int64 in some Examples and bytes") as info:
         tfr.infer_schema(str(path))
     assert (info.value.path, info.value.record_index, info.value.key) == (str(path), 2, "a")
+
+
+def test_a_compiled_schema_with_nullable_features_masks_their_missing_rows():
+    from tfrecordkit import _core
+
+    records = [
+        tfr.encode_example(r) for r in [{"a": 1, "p": [1.0, 2.0]}, {"a": []}, {"p": [3.0, 4.0]}]
+    ]
+    schema = tfr.Schema({"a": tfr.FixedLen([], "int64"), "p": tfr.FixedLen([2], "float32")})
+    compiled = schema.compiled(nullable=["a", "p"])
+    values, shape, (splits, valid) = _core.parse_examples(records, compiled)[0]
+    assert (values.tolist(), shape, splits) == ([1, 0, 0], [3], None)
+    assert valid.tolist() == [True, False, False]
+    out = compiled.outputs(_core.parse_examples(records, compiled))
+    assert isinstance(out["a"], np.ma.MaskedArray)
+    assert out["a"].tolist() == [1, None, None]
+    assert out["p"].shape == (3, 2)
+    assert out["p"].tolist() == [[1.0, 2.0], [None, None], [3.0, 4.0]]
+    # The plain compiled schema is unchanged: a missing feature is an error.
+    assert schema.compiled() is schema.compiled()
+    with pytest.raises(tfr.SchemaError, match="required"):
+        tfr.parse_examples(records, schema)
+    # A mistake in the call, not in the data: a ValueError.
+    with pytest.raises(ValueError, match="default"):
+        tfr.Schema({"a": tfr.FixedLen([], "int64", default=0)}).compiled(nullable=["a"])
+    with pytest.raises(ValueError, match="not read"):
+        schema.compiled(nullable=["b"])
+    # A nullable list has no NumPy form; Arrow's lists can be null.
+    lists = tfr.Schema({"v": tfr.VarLen("int64")}).compiled(nullable=["v"])
+    with pytest.raises(ValueError, match="read_arrow"):
+        lists.outputs(_core.parse_examples(records, lists))

@@ -98,6 +98,15 @@ impl Column {
         }
     }
 
+    /// Appends `n` zeros (empty values, for bytes).
+    pub(crate) fn push_zeros(&mut self, n: usize) {
+        match self {
+            Column::Int64(v) => v.resize(v.len() + n, 0),
+            Column::Float32(v) => v.resize(v.len() + n, 0.0),
+            Column::Bytes { data, ends, .. } => ends.resize(ends.len() + n, data.len()),
+        }
+    }
+
     pub fn from_bytes<T: AsRef<[u8]>>(values: &[T]) -> Column {
         let mut col = Column::empty(DType::Bytes);
         for v in values {
@@ -213,6 +222,9 @@ pub struct Parsed {
     pub shape: Vec<usize>,
     /// VarLen only: row `i` is `values[row_splits[i]..row_splits[i+1]]`.
     pub row_splits: Option<Vec<i64>>,
+    /// A nullable feature only (see [`crate::Schema::nullable`]): whether row `i` holds
+    /// a value; a null `FixedLen` row's values are zeros, a null `VarLen` row has none.
+    pub valid: Option<Vec<bool>>,
 }
 
 #[cfg(test)]

@@ -105,8 +105,14 @@ pub struct Schema {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
     Fixed,
+    /// A `FixedLen` that is null where an Example lacks it (or its list is empty).
+    Nullable,
     Var,
-    Sequence { allow_missing: bool },
+    /// A `VarLen` that is null where an Example lacks it.
+    NullableVar,
+    Sequence {
+        allow_missing: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -198,6 +204,40 @@ impl Schema {
         self
     }
 
+    /// The schema whose features `keys` are null where an Example lacks them, as Arrow's
+    /// nullable columns have it: their [`Parsed::valid`] says which rows hold a value.
+    /// A `FixedLen` one is null where its list is empty too, instead of an error, its
+    /// values there zeros; any other number of values than its shape holds is still an
+    /// error. A `VarLen` one is null only where missing: an empty list is a value. A key
+    /// that is not a `FixedLen` or `VarLen` feature of the schema, or has a default, is
+    /// refused.
+    pub fn nullable<S: AsRef<str>>(mut self, keys: &[S]) -> Result<Schema> {
+        for key in keys {
+            let key = key.as_ref();
+            let i = self
+                .index_of(key.as_bytes())
+                .ok_or_else(|| Error::invalid(format!("nullable feature {key:?} is not read")))?;
+            let spec = &self.specs[i];
+            if spec.default.is_some() {
+                return Err(Error::invalid(format!(
+                    "feature {key:?} has a default, which fills in where it is missing; a \
+                     nullable feature is null there instead"
+                )));
+            }
+            self.plan[i].shape = match spec.kind {
+                SpecKind::FixedLen { .. } => Shape::Nullable,
+                SpecKind::VarLen => Shape::NullableVar,
+                SpecKind::FixedLenSequence { .. } => {
+                    return Err(Error::invalid(format!(
+                        "nullable features are FixedLen or VarLen ones; {key:?} is a \
+                         FixedLenSequence"
+                    )))
+                }
+            };
+        }
+        Ok(self)
+    }
+
     /// The schema whose features are made from its columns as `assembly` says (sparse
     /// and ragged features read several columns); by default each column is a feature.
     pub fn with_assembly(mut self, assembly: Vec<Assembly>) -> Result<Schema> {
@@ -244,6 +284,8 @@ struct Acc {
     values: Vec<Column>,
     /// Values per record, for VarLen and FixedLenSequence.
     counts: Vec<Vec<usize>>,
+    /// Whether each record holds a value, for nullable features.
+    valid: Vec<Vec<bool>>,
     /// Values filled in from defaults so far, bounded by [`MAX_FILL`].
     filled: usize,
 }
@@ -790,6 +832,22 @@ fn finish_record(schema: &Schema, st: &mut RecordState, acc: &mut Acc) -> Result
         };
         let stride = plan.stride;
         match plan.shape {
+            Shape::Nullable => {
+                let present = kind.is_some() && (n != 0 || stride == 0);
+                if present && n != stride {
+                    let expected = format!("{stride}, or none for a null");
+                    return Err(count_error(&schema.specs[i], n, &expected));
+                }
+                if !present {
+                    let spec = &schema.specs[i];
+                    acc.filled = acc.filled.saturating_add(stride);
+                    if acc.filled > MAX_FILL || acc.values[i].try_reserve(stride).is_err() {
+                        return Err(fill_error(&spec.key, "its nulls", acc.filled));
+                    }
+                    acc.values[i].push_zeros(stride);
+                }
+                acc.valid[i].push(present);
+            }
             Shape::Fixed => {
                 if kind.is_none() {
                     let spec = &schema.specs[i];
@@ -811,6 +869,11 @@ fn finish_record(schema: &Schema, st: &mut RecordState, acc: &mut Acc) -> Result
                 }
             }
             Shape::Var => acc.counts[i].push(n),
+            Shape::NullableVar => {
+                acc.counts[i].push(n);
+                // Present, even as a `Feature` with no list of any kind: an empty one.
+                acc.valid[i].push(s.record == st.record);
+            }
             Shape::Sequence { allow_missing } => {
                 if !has_value && !allow_missing {
                     return Err(missing_error(
@@ -872,11 +935,21 @@ impl<'s> ExampleParser<'s> {
                 })
                 .collect(),
             counts: schema
-                .specs
+                .plan
                 .iter()
-                .map(|s| match s.kind {
-                    SpecKind::FixedLen { .. } => Vec::new(),
+                .map(|p| match p.shape {
+                    Shape::Fixed | Shape::Nullable => Vec::new(),
                     _ => Vec::with_capacity(records.min(RESERVE_CAP)),
+                })
+                .collect(),
+            valid: schema
+                .plan
+                .iter()
+                .map(|p| match p.shape {
+                    Shape::Nullable | Shape::NullableVar => {
+                        Vec::with_capacity(records.min(RESERVE_CAP))
+                    }
+                    _ => Vec::new(),
                 })
                 .collect(),
             filled: 0,
@@ -1140,6 +1213,14 @@ fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Result<Vec<Par
             .iter()
             .flat_map(|a| a.counts[i].iter().copied())
             .collect();
+        let nullable = matches!(schema.plan[i].shape, Shape::Nullable | Shape::NullableVar);
+        let valid = nullable.then(|| match accs.as_mut_slice() {
+            [only] => std::mem::take(&mut only.valid[i]),
+            all => all
+                .iter()
+                .flat_map(|a| a.valid[i].iter().copied())
+                .collect(),
+        });
         let kind = match spec.kind {
             SpecKind::FixedLenSequence { .. } if schema.unpadded => &SpecKind::VarLen,
             ref kind => kind,
@@ -1152,6 +1233,7 @@ fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Result<Vec<Par
                     values,
                     shape: full,
                     row_splits: None,
+                    valid,
                 }
             }
             SpecKind::VarLen => {
@@ -1166,6 +1248,7 @@ fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Result<Vec<Par
                     shape: vec![values.len()],
                     values,
                     row_splits: Some(splits),
+                    valid,
                 }
             }
             SpecKind::FixedLenSequence { shape, .. } => {
@@ -1195,6 +1278,7 @@ fn assemble(schema: &Schema, batch: usize, mut accs: Vec<Acc>) -> Result<Vec<Par
                     values,
                     shape: full,
                     row_splits: None,
+                    valid: None,
                 }
             }
         };

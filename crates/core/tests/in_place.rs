@@ -391,3 +391,31 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_nullable_bytes_feature_parses_in_place_as_the_batch_does() {
+    let schema = Schema::new(vec![
+        spec("a", DType::Bytes, SpecKind::VarLen, None),
+        spec(
+            "b",
+            DType::Bytes,
+            SpecKind::FixedLen { shape: vec![] },
+            None,
+        ),
+        spec("n", DType::Int64, SpecKind::VarLen, None),
+    ])
+    .unwrap()
+    .nullable(&["b"])
+    .unwrap();
+    let records = records();
+    for per_batch in [1, 2, 3, records.len()] {
+        let got = assert_parsed_as(&schema, &records, per_batch, batches(&records, per_batch));
+        let valid: Vec<bool> = got
+            .iter()
+            .flat_map(|batch| batch[1].valid.clone().unwrap())
+            .collect();
+        // Only the record with no "b" is null there.
+        let nulls: Vec<usize> = (0..valid.len()).filter(|&i| !valid[i]).collect();
+        assert_eq!(nulls, vec![4], "batches of {per_batch}");
+    }
+}

@@ -405,3 +405,139 @@ fn records_pushed_one_at_a_time_parse_as_the_batch_does() {
         (Some(1), Some("blob"))
     );
 }
+
+fn nullable(specs: Vec<FeatureSpec>, keys: &[&str], records: &[Vec<u8>]) -> Vec<Parsed> {
+    let schema = Schema::new(specs).unwrap().nullable(keys).unwrap();
+    let slices: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    parse_examples(&schema, &slices).unwrap()
+}
+
+#[test]
+fn a_nullable_feature_is_null_where_missing_or_empty() {
+    let records = vec![
+        record(&[
+            ("x", Feature::Int64(vec![7])),
+            ("b", Feature::Bytes(vec![b"ab".to_vec()])),
+        ]),
+        record(&[("x", Feature::Int64(vec![]))]),
+        record(&[("b", Feature::Bytes(vec![b"".to_vec()]))]),
+        record(&[("x", Feature::Int64(vec![9]))]),
+    ];
+    let specs = vec![
+        spec("x", DType::Int64, fixed(&[]), None),
+        spec("b", DType::Bytes, fixed(&[]), None),
+    ];
+    let out = nullable(specs, &["x", "b"], &records);
+    assert_eq!(out[0].shape, vec![4]);
+    assert_eq!(ints(&out[0]), &[7, 0, 0, 9]);
+    assert_eq!(out[0].valid, Some(vec![true, false, false, true]));
+    assert!(out[0].row_splits.is_none());
+    // An empty bytes value is a value; a missing feature is a null, read as empty.
+    assert_eq!(
+        out[1].values,
+        Column::from_bytes(&[b"ab" as &[u8], b"", b"", b""])
+    );
+    assert_eq!(out[1].valid, Some(vec![true, false, true, false]));
+}
+
+#[test]
+fn a_nullable_feature_of_another_count_names_the_record() {
+    let records = vec![
+        record(&[("w", Feature::Float(vec![1.0, 2.0]))]),
+        record(&[]),
+        record(&[("w", Feature::Float(vec![1.0]))]),
+    ];
+    let schema = Schema::new(vec![spec("w", DType::Float32, fixed(&[2]), None)])
+        .unwrap()
+        .nullable(&["w"])
+        .unwrap();
+    let out = parse_examples(&schema, &records[..2]).unwrap();
+    assert_eq!(out[0].shape, vec![2, 2]);
+    assert_eq!(out[0].values, Column::Float32(vec![1.0, 2.0, 0.0, 0.0]));
+    assert_eq!(out[0].valid, Some(vec![true, false]));
+    let err = parse_examples(&schema, &records).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Schema);
+    assert_eq!((err.record_index, err.key.as_deref()), (Some(2), Some("w")));
+    assert!(
+        err.message
+            .contains("has 1 values; expected 2, or none for a null"),
+        "{}",
+        err.message
+    );
+    // Features not made nullable are as ever: no validity, missing is an error.
+    let plain = Schema::new(vec![spec("w", DType::Float32, fixed(&[2]), None)]).unwrap();
+    let out = parse_examples(&plain, &records[..1]).unwrap();
+    assert!(out[0].valid.is_none());
+    assert!(parse_examples(&plain, &records[..2]).is_err());
+}
+
+#[test]
+fn a_nullable_var_len_feature_is_null_only_where_missing() {
+    let records = vec![
+        record(&[("v", Feature::Float(vec![0.5, 1.5]))]),
+        record(&[]),
+        record(&[("v", Feature::Float(vec![]))]),
+        record(&[("v", Feature::Float(vec![2.5]))]),
+        // A `Feature` with no list of any kind: present, and empty.
+        vec![0x0a, 0x07, 0x0a, 0x05, 0x0a, 0x01, b'v', 0x12, 0x00],
+    ];
+    let specs = vec![spec("v", DType::Float32, SpecKind::VarLen, None)];
+    let out = nullable(specs, &["v"], &records);
+    assert_eq!(out[0].values, Column::Float32(vec![0.5, 1.5, 2.5]));
+    assert_eq!(out[0].row_splits, Some(vec![0, 2, 2, 2, 3, 3]));
+    assert_eq!(out[0].valid, Some(vec![true, false, true, true, true]));
+}
+
+#[test]
+fn only_fixed_len_and_var_len_features_without_a_default_can_be_nullable() {
+    let schema = || {
+        Schema::new(vec![
+            spec("d", DType::Int64, fixed(&[]), Some(Column::Int64(vec![0]))),
+            spec("s", DType::Int64, sequence(&[], true), None),
+        ])
+        .unwrap()
+    };
+    for (key, says) in [
+        ("d", "default"),
+        ("s", "FixedLenSequence"),
+        ("nope", "not read"),
+    ] {
+        let err = schema().nullable(&[key]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument, "{key}");
+        assert!(err.message.contains(says), "{key}: {}", err.message);
+    }
+}
+
+#[test]
+fn a_large_nullable_batch_parses_as_its_parts_do() {
+    let records: Vec<Vec<u8>> = (0..20_000)
+        .map(|i| match i % 3 {
+            0 => record(&[("id", Feature::Int64(vec![i]))]),
+            1 => record(&[("id", Feature::Int64(vec![]))]),
+            _ => record(&[("v", Feature::Float(vec![0.5; 8]))]),
+        })
+        .collect();
+    let specs = || {
+        vec![
+            spec("id", DType::Int64, fixed(&[]), None),
+            spec("v", DType::Float32, SpecKind::VarLen, None),
+        ]
+    };
+    let whole = nullable(specs(), &["id", "v"], &records);
+    let mut ids = Vec::new();
+    let mut valid = Vec::new();
+    let mut lists = Vec::new();
+    for part in records.chunks(999) {
+        let out = nullable(specs(), &["id", "v"], part);
+        ids.extend_from_slice(ints(&out[0]));
+        valid.extend(out[0].valid.clone().unwrap());
+        lists.extend(out[1].valid.clone().unwrap());
+    }
+    assert_eq!(ints(&whole[0]), ids.as_slice());
+    assert_eq!(whole[0].valid.as_ref(), Some(&valid));
+    assert_eq!(whole[1].valid.as_ref(), Some(&lists));
+    assert_eq!(lists.iter().filter(|&&v| v).count(), 6_666);
+    assert_eq!(valid.iter().filter(|&&v| v).count(), 6_667);
+    assert_eq!(ids[3], 3);
+    assert_eq!(ids[4], 0);
+}

@@ -43,6 +43,9 @@ pub struct CompiledSchema {
 enum Output {
     /// A column: an array `[batch, *shape]`, or a `Ragged` over its row splits.
     Plain(Py<PyString>),
+    /// A nullable `FixedLen` column: a `numpy.ma.MaskedArray` `[batch, *shape]`, masked
+    /// where null. (A nullable `VarLen` one has no NumPy form: it is read as Arrow.)
+    Nullable(Py<PyString>),
     Sparse(Py<PyString>),
     /// A `RaggedFeature`; `narrow`: its row splits are int32.
     Ragged(Py<PyString>, bool),
@@ -68,29 +71,41 @@ impl CompiledSchema {
     /// `features`: the schema's `(name, spec)` pairs as they are; sparse and ragged
     /// features are laid out from the columns they read, plain ones are their columns.
     /// Without `features` every column is a feature. With `unpadded`, a `FixedLenSequence`
-    /// comes out as a `VarLen` does (see `Schema::unpadded`).
+    /// comes out as a `VarLen` does (see `Schema::unpadded`). The features `nullable`
+    /// names are null where an Example lacks them (see `Schema::nullable`): their third
+    /// part is then `(row_splits or None, valid)`, `valid` a bool array of the rows that
+    /// hold a value.
     #[new]
-    #[pyo3(signature = (columns, features=None, unpadded=false))]
+    #[pyo3(signature = (columns, features=None, unpadded=false, nullable=Vec::new()))]
     fn new(
         py: Python<'_>,
         columns: Vec<(String, Bound<'_, PyAny>)>,
         features: Option<Vec<(String, Bound<'_, PyAny>)>>,
         unpadded: bool,
+        nullable: Vec<String>,
     ) -> PyResult<Self> {
         crate::errors::guard("CompiledSchema.new", || {
             let out = columns
                 .iter()
                 .map(|(key, spec)| column_spec(key, spec))
                 .collect::<PyResult<Vec<_>>>()?;
-            let mut schema = Schema::new(out).py_err(py)?;
+            let mut schema = Schema::new(out)
+                .py_err(py)?
+                .nullable(&nullable)
+                .py_err(py)?;
             if unpadded {
                 schema = schema.unpadded();
             }
+            let plain = |key: &String| {
+                let name = PyString::intern(py, key).unbind();
+                if nullable.contains(key) {
+                    Output::Nullable(name)
+                } else {
+                    Output::Plain(name)
+                }
+            };
             let Some(features) = features else {
-                let outputs = columns
-                    .iter()
-                    .map(|(key, _)| Output::Plain(PyString::intern(py, key).unbind()))
-                    .collect();
+                let outputs = columns.iter().map(|(key, _)| plain(key)).collect();
                 return Ok(CompiledSchema {
                     schema: Arc::new(schema),
                     outputs,
@@ -103,14 +118,14 @@ impl CompiledSchema {
             let outputs = features
                 .iter()
                 .map(|(key, spec)| {
-                    let name = PyString::intern(py, key).unbind();
+                    let name = || PyString::intern(py, key).unbind();
                     Ok(match spec.get_type().name()?.to_str()? {
-                        "SparseFeature" => Output::Sparse(name),
+                        "SparseFeature" => Output::Sparse(name()),
                         "RaggedFeature" => {
                             let splits: String = spec.getattr("row_splits_dtype")?.extract()?;
-                            Output::Ragged(name, splits == "int32")
+                            Output::Ragged(name(), splits == "int32")
                         }
-                        _ => Output::Plain(name),
+                        _ => plain(key),
                     })
                 })
                 .collect::<PyResult<_>>()?;
@@ -155,12 +170,24 @@ impl CompiledSchema {
         let out = PyDict::new(py);
         for (output, part) in self.outputs.iter().zip(parts) {
             let (key, value) = match output {
-                Output::Plain(key) => {
+                Output::Plain(key) | Output::Nullable(key) => {
                     let (values, shape, splits) = match part {
                         FeaturePy::Plain(parts) => parts,
                         FeaturePy::Other(p) => p.extract()?,
                     };
                     let value = match splits {
+                        Some(third) if matches!(output, Output::Nullable(_)) => {
+                            let (splits, valid): (Option<Bound<'_, PyAny>>, Bound<'_, PyAny>) =
+                                third.extract()?;
+                            if splits.is_some() {
+                                return Err(PyValueError::new_err(format!(
+                                    "feature {key}: a nullable VarLen feature is read as Arrow \
+                                     (read_arrow), whose lists can be null"
+                                )));
+                            }
+                            let values = values.call_method1("reshape", (shape,))?;
+                            masked(py, values, valid)?
+                        }
                         Some(splits) => ragged.call1((values, splits))?,
                         // A scalar feature's flat values are its batch already.
                         None if shape.len() == 1 => values,
@@ -196,6 +223,33 @@ impl CompiledSchema {
         }
         Ok(out)
     }
+}
+
+/// `values` `[batch, *shape]` as a `numpy.ma.MaskedArray`, masked in the rows that `valid`
+/// (bool, one per row) says hold no value.
+fn masked<'py>(
+    py: Python<'py>,
+    values: Bound<'py, PyAny>,
+    valid: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let numpy = py.import("numpy")?;
+    let mut mask = numpy.call_method1("logical_not", (valid,))?;
+    let ndim: usize = values.getattr("ndim")?.extract()?;
+    if ndim > 1 {
+        // One mask entry per value: each row's, over the row's shape.
+        let mut rows = vec![-1i64];
+        rows.extend(std::iter::repeat_n(1, ndim - 1));
+        let shape = values.getattr("shape")?;
+        mask = numpy
+            .call_method1(
+                "broadcast_to",
+                (mask.call_method1("reshape", (rows,))?, shape),
+            )?
+            .call_method0("copy")?;
+    }
+    numpy
+        .getattr("ma")?
+        .call_method1("masked_array", (values, mask))
 }
 
 /// One parsed column from its spec object (`FixedLen`, `VarLen` or `FixedLenSequence`).
@@ -474,11 +528,26 @@ pub fn with_records<R>(records: &Bound<'_, PyAny>, f: impl FnOnce(&[&[u8]]) -> R
     Ok(f(&slices))
 }
 
-/// One parsed column as a `(flat values, shape, row_splits or None)` tuple.
+/// One parsed column as a `(flat values, shape, row_splits or None)` tuple; a nullable
+/// one's third part is `(row_splits or None, valid)` (see [`third_part`]).
 pub fn parsed_column_to_py(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> {
     let values = column_to_py(py, p.values)?;
-    let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
-    Ok((values, p.shape, splits))
+    Ok((values, p.shape, third_part(py, p.row_splits, p.valid)?))
+}
+
+/// A parsed column's third part for Python: its row splits (int64) or None, and for a
+/// nullable feature those with which of its rows hold a value (bool), as a pair.
+fn third_part(
+    py: Python<'_>,
+    row_splits: Option<Vec<i64>>,
+    valid: Option<Vec<bool>>,
+) -> PyResult<Option<Bound<'_, PyAny>>> {
+    let splits = row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
+    let Some(valid) = valid else {
+        return Ok(splits);
+    };
+    let valid = PyArray1::from_vec(py, valid).into_any();
+    Ok(Some((splits, valid).into_pyobject(py)?.into_any()))
 }
 
 /// A column's values for Python: as [`column_to_py`], or with `raw` a bytes column as
@@ -503,6 +572,5 @@ fn values_to_py(py: Python<'_>, values: Column, raw: bool) -> PyResult<Bound<'_,
 /// [`values_to_py`]).
 pub fn parsed_column_to_raw(py: Python<'_>, p: Parsed) -> PyResult<ParsedPy<'_>> {
     let values = values_to_py(py, p.values, true)?;
-    let splits = p.row_splits.map(|s| PyArray1::from_vec(py, s).into_any());
-    Ok((values, p.shape, splits))
+    Ok((values, p.shape, third_part(py, p.row_splits, p.valid)?))
 }

@@ -11,13 +11,12 @@ objects per row. :mod:`tfrecordkit.schema.arrow` lists the type of each kind of 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import _core
-from ..errors import SchemaError
 from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from ..io.paths import StorageOptions
 from ..io.policy import OnError
@@ -93,14 +92,18 @@ def read_arrow(
       each Example's entries sorted by index (``indices_0``, ``indices_1`` ... for several
       dimensions); the dense shape of every row is the feature's ``size``.
 
-    ``nullable`` names ``FixedLen`` features that an Example may lack (``True``: all of
-    those without a ``default``): where one is missing, or its list is empty, its value
-    is null, where TensorFlow would need a ``default``; any other number of values than
-    its shape holds is a :class:`~tfrecordkit.SchemaError`. With ``nullable=True`` and no
-    schema, a feature of one value wherever present that some of the sampled Examples
-    lack is a nullable scalar column rather than a list (the others are read as inferred).
-    Nullable columns written from Spark or pandas read back this way:
-    ``read_arrow(p, {"age": FixedLen([], "int64")}, nullable=["age"])``.
+    ``nullable`` names features that an Example may lack, which are null where it does
+    (``True``: every ``FixedLen`` feature without a ``default``, and every ``VarLen``
+    one). A ``FixedLen`` one is null where its list is empty too, where TensorFlow would
+    need a ``default``; any other number of values than its shape holds is a
+    :class:`~tfrecordkit.SchemaError`. A ``VarLen`` one is null only where missing (an
+    empty list is ``[]``), where TensorFlow reads an empty list. With ``nullable=True``
+    and no schema, a feature of one value wherever present that some of the sampled
+    Examples lack is a nullable scalar column rather than a list. Nullable columns
+    written from Spark, pandas, Polars or Arrow (a null is written as a missing feature)
+    read back this way: ``read_arrow(p, {"age": FixedLen([], "int64")},
+    nullable=["age"])``. Reading a feature as nullable costs little: it is parsed as
+    the others are, its nulls noted as it goes.
 
     With ``sequence_schema`` the records are ``SequenceExample``\\ s: ``schema`` (may be
     None) reads their context and ``sequence_schema`` their feature lists, one column per
@@ -164,12 +167,11 @@ def columns_to_read(
     """:func:`arrow_columns` of ``schema``, inferred from ``paths`` (read with ``options``)
     when neither it nor ``sequence_schema`` is given, and the nullable features among them
     (see :func:`nullable_features`)."""
-    missing = None
     if schema is None and sequence_schema is None:
-        schema, missing = guess_schema(paths, nullable=nullable is True, options=options)
+        schema = guess_schema(paths, nullable=nullable is True, options=options)[0]
         sequence_schema = schema.sequence
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
-    return context, lists, arrow_schema, nullable_features(context, nullable, missing)
+    return context, lists, arrow_schema, nullable_features(context, nullable)
 
 
 def arrow_columns(
@@ -202,33 +204,32 @@ def arrow_columns(
     return context, lists, pa.schema([(k, kinds[k]) for k in names])
 
 
-def nullable_features(
-    context: Schema, nullable: bool | Sequence[str], missing: set[str] | None = None
-) -> set[str]:
-    """The features of ``nullable`` (``True``: every ``FixedLen`` one without a default, or,
-    for a schema inferred, those of them it found ``missing`` from some Examples), each
-    checked to be a ``FixedLen`` feature read."""
-    if nullable is True and missing is not None:
-        return {k for k in missing if k in context}
+def nullable_features(context: Schema, nullable: bool | Sequence[str]) -> set[str]:
+    """The features of ``nullable`` (``True``: every ``FixedLen`` one without a default,
+    and every ``VarLen`` one), each checked to be one of those among the features read."""
     if isinstance(nullable, bool):
         if not nullable:
             return set()
-        return {k for k, s in context.items() if isinstance(s, FixedLen) and s.default is None}
+        return {k for k, s in context.items() if _can_be_null(s)}
     if isinstance(nullable, str):
         raise TypeError(f"nullable is a list of feature names, not the str {nullable!r}")
     out = set(nullable)
     for key in out:
         if key not in context:
             raise KeyError(f"nullable names {key!r}, which is not a feature read {list(context)}")
-        if not isinstance(context[key], FixedLen):
+        if not isinstance(context[key], FixedLen | VarLen):
             kind = type(context[key]).__name__
-            raise ValueError(f"nullable features are FixedLen ones; {key!r} is a {kind}")
-        if context[key].default is not None:
+            raise ValueError(f"nullable features are FixedLen or VarLen ones; {key!r} is a {kind}")
+        if getattr(context[key], "default", None) is not None:
             raise ValueError(
                 f"feature {key!r} has a default, which fills in where it is missing; "
                 "a nullable feature is null there instead: give one or the other"
             )
     return out
+
+
+def _can_be_null(spec: Any) -> bool:
+    return isinstance(spec, VarLen) or (isinstance(spec, FixedLen) and spec.default is None)
 
 
 def read_table(
@@ -251,9 +252,8 @@ def _readers(
 
     Examples, and the context and feature lists of SequenceExamples, are read and parsed
     in one native call, each ``FixedLenSequence`` checked but not padded, and each
-    ``optional`` feature parsed as a ``VarLen``."""
-    parsing = Schema({k: VarLen(s.dtype) if k in optional else s for k, s in context.items()})
-    compiled = parsing.compiled(unpadded=True)
+    ``optional`` feature null where an Example lacks it."""
+    compiled = context.compiled(unpadded=True, nullable=optional)
     wanted = None if lists is None else compiled_lists(lists)
 
     def read_parsed() -> Any:
@@ -274,16 +274,21 @@ def _readers(
 
 
 def _example_arrays(
-    pa: Any, schema: Schema, parsed: list[Any], optional: set[str] = frozenset()
+    pa: Any, schema: Schema, parsed: list[Any], optional: Collection[str] = frozenset()
 ) -> list[Any]:
     """The Arrow arrays of ``schema``'s features from a batch's ``parsed`` features (as the
-    native parse lays them out, bytes as ``(data, offsets)``; the ``optional`` ones as
-    ``VarLen``\\ s)."""
+    native parse lays them out, bytes as ``(data, offsets)``; the ``optional`` ones with
+    which rows hold a value)."""
     out = []
     for (key, spec), p in zip(schema.items(), parsed, strict=True):
         if key in optional:
-            values, _, splits = p
-            out.append(_with_nulls(pa, key, spec, splits, values_array(pa, values)))
+            values, _, (splits, valid) = p
+            leaf = values_array(pa, values)
+            if isinstance(spec, VarLen):
+                array = list_array(pa, splits, leaf)
+            else:
+                array = nest_fixed_size(pa, leaf, spec.shape)
+            out.append(with_validity(pa, array, valid))
             continue
         if isinstance(spec, SparseFeature):
             indices, values, _, row_splits = p
@@ -305,28 +310,21 @@ def _example_arrays(
     return out
 
 
-def _with_nulls(pa: Any, key: str, spec: FixedLen, splits: np.ndarray, leaf: Any) -> Any:
-    """A ``FixedLen`` feature's array from its values read as a ``VarLen``: null in each row
-    with no values; a row with another number of values than the shape holds is a
-    :class:`SchemaError` naming the feature and the row."""
-    size = int(np.prod(spec.shape, dtype=np.int64))
-    counts = np.diff(np.asarray(splits, dtype=np.int64))
-    present = counts != 0
-    wrong = np.flatnonzero(present & (counts != size))
-    if wrong.size:
-        row = int(wrong[0])
-        raise SchemaError(
-            f"feature {key!r} ({spec.dtype}) has {counts[row]} values; expected {size}, "
-            "or none for a null",
-            key=key,
-            record_index=row,
-        )
-    array = nest_fixed_size(pa, leaf, spec.shape)
-    if present.all():
+def with_validity(pa: Any, array: Any, valid: np.ndarray) -> Any:
+    """``array`` null in the rows where ``valid`` (bool, one per row) is false; its own
+    buffers and children kept as they are."""
+    if valid.all():
         return array
-    # Row i takes the array's value at the number of present rows before it.
-    at = np.cumsum(present) - 1
-    return array.take(pa.array(at, mask=~present))
+    # The bitmap counts from the buffers' start, as the array's offset does.
+    bits = np.concatenate([np.ones(array.offset, dtype=bool), valid])
+    bitmap = pa.py_buffer(np.packbits(bits, bitorder="little"))
+    own = array.buffers()[1 : array.type.num_buffers]
+    lists = pa.types.is_fixed_size_list(array.type) or pa.types.is_large_list(array.type)
+    children = [array.values] if lists else None
+    nulls = len(valid) - int(np.count_nonzero(valid))
+    return pa.Array.from_buffers(
+        array.type, len(array), [bitmap, *own], nulls, array.offset, children
+    )
 
 
 def _element_splits(spec: FixedLenSequence, splits: np.ndarray) -> np.ndarray:

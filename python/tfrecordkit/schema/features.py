@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -511,21 +511,32 @@ class Schema(Mapping[str, Spec]):
         # The native parser is rebuilt where the schema lands (another process, say).
         return {**self.__dict__, "_compiled": None}
 
-    def compiled(self, *, unpadded: bool = False) -> _core.CompiledSchema:
+    def compiled(
+        self, *, unpadded: bool = False, nullable: Collection[str] = ()
+    ) -> _core.CompiledSchema:
         """The native schema: the columns parsed from each Example (one per feature, and
         one per key a ``SparseFeature`` or ``RaggedFeature`` reads), and how each feature
         is made from them, so that one native call parses and lays out a batch. With
         ``unpadded``, each ``FixedLenSequence`` comes out as a ``VarLen`` does (values and
-        row splits), checked as ever but not padded, as Arrow's lists want it."""
-        if unpadded:
-            return self._compile(unpadded=True)
+        row splits), checked as ever but not padded, as Arrow's lists want it. The
+        ``FixedLen`` and ``VarLen`` features ``nullable`` names (none with a default) are
+        null where an Example lacks them (a ``FixedLen`` one also where its list is
+        empty, its values zeros there): the third part of each is ``(row_splits or None,
+        valid)``, ``valid`` a bool array of the rows that hold a value. :meth:`outputs`
+        makes a nullable ``FixedLen`` a ``numpy.ma.MaskedArray``; a nullable ``VarLen``
+        has no NumPy form (Arrow's lists can be null: see ``read_arrow``)."""
+        if unpadded or nullable:
+            return self._compile(unpadded, sorted(nullable))
         if self._compiled is None:
             self._compiled = self._compile()
         return self._compiled
 
-    def _compile(self, unpadded: bool = False) -> _core.CompiledSchema:
+    def _compile(
+        self, unpadded: bool = False, nullable: Sequence[str] = ()
+    ) -> _core.CompiledSchema:
         features = None if self._plain else list(self._specs.items())
-        return _core.CompiledSchema(list(self._columns.items()), features, unpadded)
+        columns = list(self._columns.items())
+        return _core.CompiledSchema(columns, features, unpadded, list(nullable))
 
     def column_keys(self) -> list[str]:
         """The keys of the parsed columns, in the order :meth:`compiled` parses them."""

@@ -1,6 +1,7 @@
 //! Schemas built from arbitrary bytes (keys, dtypes, kinds, shapes up to 2^63 per
-//! dimension, defaults of any length), then a parse of the records that follow: no panic,
-//! no abort, no allocation a schema's claim sizes past the documented bounds.
+//! dimension, defaults of any length, nullable features), then a parse of the records
+//! that follow: no panic, no abort, no allocation a schema's claim sizes past the
+//! documented bounds.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -56,12 +57,16 @@ fuzz_target!(|data: &[u8]| {
     let (head, tail) = data.split_at(split);
     let mut b = Bytes(head);
     let specs: Vec<FeatureSpec> = (0..b.next() % 5).map(|_| spec(&mut b)).collect();
+    // Any key may be named nullable, whatever its kind, default or presence.
+    let nullable: Vec<String> = (0..b.next() % 3)
+        .map(|_| format!("k{}", b.next() % 8))
+        .collect();
     let records: Vec<&[u8]> = tail.split(|&x| x == 0xFF).collect();
-    // Defaults may fill up to MAX_FILL values per batch, by design more than the fuzzer's
-    // memory limit: parse only where the fills stay small, but build every schema.
+    // Defaults and nulls may fill up to MAX_FILL values per batch, by design more than the
+    // fuzzer's memory limit: parse only where the fills stay small, but build every schema.
     let fill: usize = specs
         .iter()
-        .filter(|s| s.default.is_some())
+        .filter(|s| s.default.is_some() || nullable.contains(&s.key))
         .map(|s| match &s.kind {
             SpecKind::FixedLen { shape } => shape.iter().fold(1usize, |n, &d| n.saturating_mul(d)),
             _ => 1,
@@ -70,6 +75,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(schema) = Schema::new(specs) else {
         return;
     };
+    let schema = schema.clone().nullable(&nullable).unwrap_or(schema);
     if fill.saturating_mul(records.len()) <= 1 << 22 {
         let _ = parse_examples(&schema, &records);
     }

@@ -165,6 +165,7 @@ fn split_parsed(p: &mut Parsed, rows: usize) -> Parsed {
                 values,
                 shape: vec![n],
                 row_splits: Some(rest),
+                valid: None,
             }
         }
         None => {
@@ -176,6 +177,7 @@ fn split_parsed(p: &mut Parsed, rows: usize) -> Parsed {
                 values: split_column(&mut p.values, rows * per_row),
                 shape,
                 row_splits: None,
+                valid: p.valid.as_mut().map(|v| v.split_off(rows)),
             }
         }
     }
@@ -246,6 +248,7 @@ mod tests {
                 values: Column::Int64(values),
                 shape: vec![rows.len(), width],
                 row_splits: None,
+                valid: None,
             });
         }
         let mut splits = vec![0i64];
@@ -257,6 +260,7 @@ mod tests {
             values: Column::Int64(values),
             shape: vec![n],
             row_splits: Some(splits),
+            valid: None,
         })
     }
 
@@ -265,6 +269,7 @@ mod tests {
             values: Column::from_bytes(rows),
             shape: vec![rows.len()],
             row_splits: None,
+            valid: None,
         })
     }
 
