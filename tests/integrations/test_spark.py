@@ -36,8 +36,8 @@ def test_read_maps_types_as_spark_tfrecord_does(spark, dataset: Path) -> None:
     df = spark.read.format("tfrecord").load(str(dataset / "train-*.tfrecord"))
     types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
     assert types == {"i": "bigint", "x": "float", "name": "binary", "tags": "array<bigint>"}
-    # Features in every Example, and arrays (empty where missing), are never null.
-    assert not any(f.nullable for f in df.schema.fields)
+    # Features in every sampled Example are NOT NULL; arrays are null where missing.
+    assert [f.nullable for f in df.schema.fields] == [False, False, False, True]
     assert df.rdd.getNumPartitions() == 1  # small shards share a partition
     apart = spark.read.format("tfrecord").option("partitionBytes", 1).load(str(dataset))
     assert apart.rdd.getNumPartitions() == 3 and apart.count() == N
@@ -104,13 +104,14 @@ def test_nullable_columns_round_trip(spark, tmp_path: Path) -> None:
     def row(k: int) -> tuple:
         age = None if k % 3 else k
         score = None if k % 5 == 1 else k / 2
-        return (k, age, score, None if k % 4 else f"n{k}", [k] * (k % 3))
+        tags = None if k % 7 == 3 else [k] * (k % 3)  # null, empty and full arrays
+        return (k, age, score, None if k % 4 else f"n{k}", tags)
 
     rows = [row(k) for k in range(50)]
     spark.createDataFrame(rows, schema).write.format("tfrecord").save(str(tmp_path / "t/part"))
     back = spark.read.format("tfrecord").option("strings", "name").load(str(tmp_path / "t"))
     types = {f.name: f.dataType.simpleString() for f in back.schema.fields}
-    assert [f.nullable for f in back.schema.fields] == [False, True, True, True, False]
+    assert [f.nullable for f in back.schema.fields] == [False, True, True, True, True]
     assert types == {
         "id": "bigint",
         "age": "bigint",
@@ -133,8 +134,11 @@ def test_given_schema_reads_features_the_sample_never_saw(spark, tmp_path: Path)
     df = spark.read.format("tfrecord").schema(given).load(str(path))
     got = _sorted(df)
     assert [r.late for r in got[1198:1202]] == [None, None, 1200, 1201]
-    # An array column is a VarLen feature: empty where an Example lacks it, as in TensorFlow.
-    assert [r.words for r in got[1199:1203]] == [[], [], ["a"], ["a", "b"]]
+    # An array column is a VarLen feature: null where an Example lacks it, as Spark writes
+    # a null array, and empty where its list is empty; empty where missing if NOT NULL.
+    assert [r.words for r in got[1199:1203]] == [None, [], ["a"], ["a", "b"]]
+    not_null = spark.read.format("tfrecord").schema("i bigint, words array<string> not null")
+    assert [r.words for r in _sorted(not_null.load(str(path)))[1199:1201]] == [[], []]
     with pytest.raises(Exception, match="a TFRecord feature holds int64, float32 or bytes"):
         spark.read.format("tfrecord").schema("i bigint, d date").load(str(path)).collect()
     # A feature in every sampled Example is NOT NULL: an Example past the sample without

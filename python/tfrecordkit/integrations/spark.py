@@ -61,7 +61,7 @@ from ..io.paths import (
 )
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
-from ..schema.features import Schema
+from ..schema.features import Schema, VarLen
 from ..schema.reading import guess_schema
 from .arrow import arrow_columns, read_arrow
 from .spark_errors import spark_errors, teach_reader_errors
@@ -244,7 +244,7 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
                 lists = Schema.from_json(options["sequenceschema"])
         else:
             # Spark's columns are nullable: a scalar feature that some sampled Examples
-            # lack is null where it is missing.
+            # lack is null where it is missing, and so is an array (empty where empty).
             inferred, nullable = guess_schema(
                 files,
                 nullable=True,
@@ -255,6 +255,7 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             )
             context = inferred
             lists = inferred.sequence if record_type == "sequenceexample" else None
+            nullable |= {k for k, s in inferred.items() if isinstance(s, VarLen)}
         context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
         arrow_schema = never_null(arrow_schema, context, nullable)
     clash = [c for c in partition_columns if c in arrow_schema.names]

@@ -60,16 +60,14 @@ def spark_struct(arrow_schema: Any) -> Any:
 
 
 def never_null(arrow_schema: Any, context: Schema, nullable: Collection[str]) -> Any:
-    """``arrow_schema`` with the columns of features that are never null marked so: a
-    ``FixedLen`` one read as required (one missing is an error) and a ``VarLen`` one
-    (empty where missing)."""
+    """``arrow_schema`` with the columns of features that are never null marked so: the
+    ``FixedLen`` ones not ``nullable``, read as required (one missing is an error)."""
     import pyarrow as pa
 
     fields = []
     for f in arrow_schema:
-        spec = context.get(f.name)
-        required = isinstance(spec, FixedLen) and f.name not in nullable
-        fields.append(f.with_nullable(False) if required or isinstance(spec, VarLen) else f)
+        required = isinstance(context.get(f.name), FixedLen) and f.name not in nullable
+        fields.append(f.with_nullable(False) if required else f)
     return pa.schema(fields, metadata=arrow_schema.metadata)
 
 
@@ -117,10 +115,10 @@ def read_features(
     ``others`` are columns that are no features (feature lists, partition columns).
 
     A column the plan does not read is read as its Spark type says; a scalar column of a
-    feature the plan reads as a ``VarLen`` is read as one value. A scalar column that
-    Spark's schema lets be null is null where an Example lacks the feature; one it does
-    not (``NOT NULL``, as the inferred schema marks features present in every Example of
-    its sample) makes a missing feature an error naming it."""
+    feature the plan reads as a ``VarLen`` is read as one value. A column that Spark's
+    schema lets be null is null where an Example lacks the feature. One it does not
+    (``NOT NULL``, as the inferred schema marks scalars present in every Example of its
+    sample) is, for a scalar, an error naming the feature, and for an array, empty."""
     specs = dict(context)
     nullable = set(nullable)
     for field in target:
@@ -133,10 +131,8 @@ def read_features(
         elif isinstance(spec, VarLen) and not _is_list(field.type):
             specs[name] = spec = FixedLen([], spec.dtype)
         scalar = isinstance(spec, FixedLen) and spec.shape == () and spec.default is None
-        if scalar and field.nullable:
-            nullable.add(name)
-        elif scalar:
-            nullable.discard(name)
+        if scalar or isinstance(spec, VarLen):
+            (nullable.add if field.nullable else nullable.discard)(name)
     return Schema(specs), nullable
 
 
