@@ -81,7 +81,7 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     assert "[(4, 16), (2, 16)]\n[[0, 1, 2, 3], [4, 5, 6, 7]]\n[[0, 1], [4, 5]]\n" in out
     assert "\nTrue [1, 2]\nmem_level 12 is out of range 1-9\n0 True\nCorruptRecordError\n" in out
     # Apache Spark, and Dask.
-    assert " |-- feature2: binary (nullable = false)\n" in out
+    assert " |-- feature2: binary (nullable = true)\n" in out
     assert "\n10000 4\nTrue\n" in out
     assert "'feature2=horse']\nTrue\n['feature0', 'feature1', 'feature3']\n" in out
     assert "\n['feature0', 'feature1', 'feature3', 'feature2'] True\n" in out

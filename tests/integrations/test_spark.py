@@ -36,8 +36,8 @@ def test_read_maps_types_as_spark_tfrecord_does(spark, dataset: Path) -> None:
     df = spark.read.format("tfrecord").load(str(dataset / "train-*.tfrecord"))
     types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
     assert types == {"i": "bigint", "x": "float", "name": "binary", "tags": "array<bigint>"}
-    # Features in every sampled Example are NOT NULL; arrays are null where missing.
-    assert [f.nullable for f in df.schema.fields] == [False, False, False, True]
+    # As in Spark's other sources, columns are nullable: null where an Example lacks them.
+    assert all(f.nullable for f in df.schema.fields)
     assert df.rdd.getNumPartitions() == 1  # small shards share a partition
     apart = spark.read.format("tfrecord").option("partitionBytes", 1).load(str(dataset))
     assert apart.rdd.getNumPartitions() == 3 and apart.count() == N
@@ -67,6 +67,8 @@ def test_schema_as_spark_ddl_or_tfrecordkit_json(spark, dataset: Path) -> None:
     df = spark.read.format("tfrecord").option("schema", schema.to_json()).load(str(dataset))
     assert [f.name for f in df.schema.fields] == ["i", "tags"]
     assert _sorted(df)[2].tags == [0, 1]
+    # Read as TensorFlow reads it: a FixedLen is required, a VarLen empty where missing.
+    assert not any(f.nullable for f in df.schema.fields)
 
     # As in Spark's other sources, a column no Example has is null.
     absent = spark.read.format("tfrecord").schema("i bigint, nope bigint").load(str(dataset))
@@ -111,7 +113,7 @@ def test_nullable_columns_round_trip(spark, tmp_path: Path) -> None:
     spark.createDataFrame(rows, schema).write.format("tfrecord").save(str(tmp_path / "t/part"))
     back = spark.read.format("tfrecord").option("strings", "name").load(str(tmp_path / "t"))
     types = {f.name: f.dataType.simpleString() for f in back.schema.fields}
-    assert [f.nullable for f in back.schema.fields] == [False, True, True, True, True]
+    assert all(f.nullable for f in back.schema.fields)
     assert types == {
         "id": "bigint",
         "age": "bigint",
@@ -141,18 +143,23 @@ def test_given_schema_reads_features_the_sample_never_saw(spark, tmp_path: Path)
     assert [r.words for r in _sorted(not_null.load(str(path)))[1199:1201]] == [[], []]
     with pytest.raises(Exception, match="a TFRecord feature holds int64, float32 or bytes"):
         spark.read.format("tfrecord").schema("i bigint, d date").load(str(path)).collect()
-    # A feature in every sampled Example is NOT NULL: an Example past the sample without
-    # it is an error naming it, with how to read nulls instead.
+    # A feature in every sampled Example is still null in an Example past the sample
+    # that lacks it; a NOT NULL column makes that an error naming the record, with how
+    # to read nulls instead.
     sparse = tmp_path / "sparse.tfrecord"
     with tfr.RecordWriter(str(sparse)) as w:
         w.write_many(tfr.encode_example({"i": k} if k != 1300 else {}) for k in range(1500))
     inferred = spark.read.format("tfrecord").load(str(sparse))
-    assert [(f.name, f.nullable) for f in inferred.schema.fields] == [("i", False)]
+    assert [(f.name, f.dataType.simpleString()) for f in inferred.schema.fields] == [
+        ("i", "bigint")
+    ]
+    assert [r.i for r in inferred.collect()][1299:1302] == [1299, None, 1301]
+    strict = spark.read.format("tfrecord").schema("i bigint not null").load(str(sparse))
     with pytest.raises(Exception, match=r"record 1300\)") as info:
-        inferred.collect()
-    assert "its column is NOT NULL (as inferred where every sampled" in str(info.value)
-    nulls = spark.read.format("tfrecord").schema("i bigint").load(str(sparse))
-    assert sum(r.i is None for r in nulls.collect()) == 1
+        strict.collect()
+    assert 'its column is NOT NULL: give .schema("i ...") with the column nullable' in str(
+        info.value
+    )
     # NOT NULL reads the feature as required: the first Example without it is an error.
     required = spark.read.format("tfrecord").schema("i bigint, late bigint not null")
     with pytest.raises(Exception, match=r'"late" \(int64\) is required .*record 0\)'):

@@ -61,9 +61,9 @@ from ..io.paths import (
 )
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
-from ..schema.features import Schema, VarLen
+from ..schema.features import Schema
 from ..schema.reading import guess_schema
-from .arrow import arrow_columns, read_arrow
+from .arrow import arrow_columns, nullable_features, read_arrow
 from .spark_errors import spark_errors, teach_reader_errors
 from .spark_partitions import (
     PartitionedWriter,
@@ -243,9 +243,10 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             if options.get("sequenceschema"):
                 lists = Schema.from_json(options["sequenceschema"])
         else:
-            # Spark's columns are nullable: a scalar feature that some sampled Examples
-            # lack is null where it is missing, and so is an array (empty where empty).
-            inferred, nullable = guess_schema(
+            # Spark's columns are nullable: a feature is null where an Example lacks it,
+            # whether the sample saw it missing or not (an array is empty where empty).
+            # A feature of one value wherever present is a scalar column.
+            inferred, _ = guess_schema(
                 files,
                 nullable=True,
                 compression=compression,
@@ -255,7 +256,7 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             )
             context = inferred
             lists = inferred.sequence if record_type == "sequenceexample" else None
-            nullable |= {k for k, s in inferred.items() if isinstance(s, VarLen)}
+            nullable = nullable_features(inferred, True)
         context, lists, arrow_schema = arrow_columns(context, lists, None, strings)
         arrow_schema = never_null(arrow_schema, context, nullable)
     clash = [c for c in partition_columns if c in arrow_schema.names]

@@ -60,14 +60,16 @@ def spark_struct(arrow_schema: Any) -> Any:
 
 
 def never_null(arrow_schema: Any, context: Schema, nullable: Collection[str]) -> Any:
-    """``arrow_schema`` with the columns of features that are never null marked so: the
-    ``FixedLen`` ones not ``nullable``, read as required (one missing is an error)."""
+    """``arrow_schema`` with the columns of features that are never null marked so: those
+    not ``nullable``, a ``FixedLen`` one read as required (one missing is an error) and a
+    ``VarLen`` one as empty where missing, as TensorFlow reads them."""
     import pyarrow as pa
 
     fields = []
     for f in arrow_schema:
-        required = isinstance(context.get(f.name), FixedLen) and f.name not in nullable
-        fields.append(f.with_nullable(False) if required else f)
+        spec = context.get(f.name)
+        never = isinstance(spec, FixedLen | VarLen) and f.name not in nullable
+        fields.append(f.with_nullable(False) if never else f)
     return pa.schema(fields, metadata=arrow_schema.metadata)
 
 
@@ -117,8 +119,8 @@ def read_features(
     A column the plan does not read is read as its Spark type says; a scalar column of a
     feature the plan reads as a ``VarLen`` is read as one value. A column that Spark's
     schema lets be null is null where an Example lacks the feature. One it does not
-    (``NOT NULL``, as the inferred schema marks scalars present in every Example of its
-    sample) is, for a scalar, an error naming the feature, and for an array, empty."""
+    (``NOT NULL``) is, for a ``FixedLen`` feature, an error naming it, and for a
+    ``VarLen`` one, empty."""
     specs = dict(context)
     nullable = set(nullable)
     for field in target:
@@ -130,21 +132,20 @@ def read_features(
             specs[name] = spec = _wanted(field)
         elif isinstance(spec, VarLen) and not _is_list(field.type):
             specs[name] = spec = FixedLen([], spec.dtype)
-        scalar = isinstance(spec, FixedLen) and spec.shape == () and spec.default is None
-        if scalar or isinstance(spec, VarLen):
+        if isinstance(spec, VarLen) or (isinstance(spec, FixedLen) and spec.default is None):
             (nullable.add if field.nullable else nullable.discard)(name)
     return Schema(specs), nullable
 
 
 def hint_nullable(err: SchemaError, target: Any) -> None:
     """Tells, on an error for a feature missing from an Example, how to read it as null
-    when its column is ``NOT NULL`` (as inferred for features every sampled Example has)."""
+    when its column is ``NOT NULL``."""
     key = err.key
     if key is None or "is required but could not be found" not in err.message:
         return
     if key not in target.names or target.field(key).nullable:
         return
     err.message += (
-        "; its column is NOT NULL (as inferred where every sampled Example has the "
-        f'feature): give .schema("{key} ...") with the column nullable to read null there'
+        f'; its column is NOT NULL: give .schema("{key} ...") with the column nullable '
+        "to read null there"
     )
