@@ -4,12 +4,15 @@ Every error found in data carries where it was found: ``path`` (the file), ``off
 offset of the damaged record; for compressed files, in the decompressed stream unless the
 compressed stream itself is damaged), ``record_index`` (index of the record in its file, or
 in the batch being parsed), for schema and decode errors the feature ``key``, and, when a
-reader resynchronized past damage, ``lost``: the byte range ``(start, end)`` it skipped. Errors
-from the operating system stay ``FileNotFoundError``, ``PermissionError`` and ``OSError``.
+reader resynchronized past damage, ``lost``: the byte range ``(start, end)`` it skipped; they
+keep it through pickling, through frameworks that make an error again from its ``args``
+(Apache Beam) and from a PyTorch DataLoader worker. Errors from the operating system stay
+``FileNotFoundError``, ``PermissionError`` and ``OSError``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = [
@@ -49,6 +52,9 @@ class TFRecordError(Exception):
         self.record_index = record_index
         self.key = key
         self.lost = lost
+        given = (path, offset, record_index, key, lost)
+        if all(v is None for v in given) and isinstance(message, str) and _NOTE in message:
+            self._restore(message)
 
     def __str__(self) -> str:
         where = []
@@ -58,7 +64,40 @@ class TFRecordError(Exception):
             where.append(f"record {self.record_index}")
         if self.offset is not None:
             where.append(f"offset {self.offset}")
-        return f"{self.message} ({', '.join(where)})" if where else self.message
+        if not where or self.message.rstrip().endswith(f"({', '.join(where)})"):
+            return self.message
+        return f"{self.message} ({', '.join(where)})"
+
+    def note_location(self) -> None:
+        """Adds the location to the error's notes, as one line of JSON, for a framework
+        that makes the error again from its printed traceback alone (PyTorch, from a
+        DataLoader worker's): made from that text, the error has its location back."""
+        where = {name: getattr(self, name) for name in _LOCATION}
+        self.add_note(_NOTE + json.dumps(where))
+
+    def _restore(self, text: str) -> None:
+        """The location from the last note :meth:`note_location` added to ``text`` (a line
+        of its own), and ``text`` without it as the message; nothing where there is no
+        such line of JSON."""
+        head, _, note = text.rpartition(_NOTE)
+        line, _, tail = note.partition("\n")
+        if not head.endswith("\n"):
+            return
+        try:
+            where = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(where, dict):
+            return
+        for name in _LOCATION:
+            value = where.get(name)
+            if name == "lost":
+                ok = isinstance(value, list) and len(value) == 2
+                value = tuple(value) if ok and all(type(v) is int for v in value) else None
+            elif type(value) is not _TYPES[name]:
+                value = None
+            setattr(self, name, value)
+        self.message = head + tail
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keep the location through pickling (errors cross DataLoader worker processes).
@@ -83,6 +122,9 @@ class TFRecordError(Exception):
 
 
 _LOCATION = ("path", "offset", "record_index", "key", "lost")
+_TYPES = {"path": str, "offset": int, "record_index": int, "key": str}
+#: How the note of :meth:`TFRecordError.note_location` begins.
+_NOTE = "tfrecordkit error location: "
 
 
 def _rebuild(cls: type[TFRecordError], message: str, state: dict[str, Any]) -> TFRecordError:

@@ -282,3 +282,18 @@ def test_sparse_indices_outside_the_size_are_an_error_not_a_crash(tmp_path):
     schema = {"bag": tfr.SparseFeature("ids", "w", "float32", 6)}
     with pytest.raises(ValueError, match=r"feature 'bag' is not a sparse tensor of shape \[1, 6\]"):
         list(tfr.Dataset.from_files(path).parse(schema).batch(1).to_torch())
+
+
+def test_an_error_in_a_dataloader_worker_keeps_its_type_and_location(tmp_path):
+    path = str(tmp_path / "bad.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        w.write_many(tfr.encode_example({"a": i}) for i in range(10))
+        w.write(tfr.encode_example({"b": 1}))
+    ds = tfr.Dataset.from_files([path]).parse({"a": tfr.FixedLen([], "int64")}).batch(4)
+    loader = DataLoader(ds.to_torch(), batch_size=None, num_workers=1)
+    with pytest.raises(tfr.SchemaError) as info:
+        list(loader)
+    err = info.value
+    assert (err.path, err.record_index, err.key) == (path, 10, "a")
+    assert "DataLoader worker process 0" in str(err)
+    assert str(err).count(f"({path}, record 10") == 1

@@ -99,3 +99,51 @@ def test_parse_errors_from_a_read_name_the_file_record_and_feature(tmp_path):
     assert (err.path, err.record_index, err.key) == (paths[1], 2, "x")
     assert str(err).startswith('feature "x": data types don\'t match: found int64')
     assert f"({paths[1]}, record 2)" in str(err)
+
+
+def test_an_error_made_again_from_its_printed_traceback_has_its_location(tmp_path, u):
+    import traceback
+
+    err, path = _real_error(tmp_path, u)
+    err.note_location()
+    # As PyTorch's DataLoader does with a worker's error: only its type and text cross.
+    text = "Caught it in a worker.\n" + "".join(traceback.format_exception(err))
+    again = type(err)(text)
+    assert (again.path, again.offset, again.record_index, again.key) == (path, 21, 1, None)
+    assert "error location" not in again.message
+    # The location is in the text already, and not added to it twice.
+    assert str(again).rstrip().endswith(f"{err.message} ({path}, record 1, offset 21)")
+    assert str(again).count(path) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'feature "k" tfrecordkit error location: {"path": "/etc/passwd"}',  # not its own line
+        'x\ntfrecordkit error location: {"path": "/etc/passwd"} and more',  # not JSON
+        'x\ntfrecordkit error location: ["/etc/passwd"]',
+        'tfrecordkit error location: {"path": "/etc/passwd"}',  # no line before it
+    ],
+)
+def test_a_location_note_that_is_not_one_is_ignored(text):
+    err = tfr.SchemaError(text)
+    assert (err.path, err.offset, err.record_index, err.key, err.message) == (
+        None,
+        None,
+        None,
+        None,
+        text,
+    )
+
+
+def test_a_location_note_of_the_wrong_types_gives_no_location():
+    note = '{"path": 3, "offset": "21", "record_index": true, "key": "k", "lost": [1, "2"]}'
+    err = tfr.SchemaError("x\ntfrecordkit error location: " + note + "\n")
+    assert (err.path, err.offset, err.record_index, err.key, err.lost) == (
+        None,
+        None,
+        None,
+        "k",
+        None,
+    )
+    assert err.message == "x\n"

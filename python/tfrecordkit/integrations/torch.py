@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from ..errors import TFRecordError
 from ..schema.features import Sparse
 
 if TYPE_CHECKING:
@@ -214,9 +215,15 @@ class TorchIterator(Iterator[Any]):
         return self
 
     def __next__(self) -> Any:
-        if self._it is None:
-            self._it = self._start()
-        element = next(self._it)
+        try:
+            if self._it is None:
+                self._it = self._start()
+            element = next(self._it)
+        except TFRecordError as err:
+            if get_worker_info() is not None:
+                # The DataLoader makes the error again from its text alone.
+                err.note_location()
+            raise
         owner = self._owner
         return _tensors(element, owner.device, owner.pin_memory) if owner.tensors else element
 
