@@ -44,7 +44,7 @@ from ..schema.features import (
     VarLen,
     _as_schema,
 )
-from ..schema.reading import guess_schema
+from ..schema.reading import infer_schema
 from ..schema.sequence import as_sequence_schema, compiled_lists
 
 __all__ = ["read_arrow", "read_table"]
@@ -168,7 +168,7 @@ def columns_to_read(
     when neither it nor ``sequence_schema`` is given, and the nullable features among them
     (see :func:`nullable_features`)."""
     if schema is None and sequence_schema is None:
-        schema = guess_schema(paths, nullable=nullable is True, options=options)[0]
+        schema = infer_schema(paths, nullable=nullable is True, options=options)
         sequence_schema = schema.sequence
     context, lists, arrow_schema = arrow_columns(schema, sequence_schema, columns, strings)
     return context, lists, arrow_schema, nullable_features(context, nullable)

@@ -62,7 +62,7 @@ from ..io.paths import (
 from ..io.ranges import ByteRange, cut, span_bytes
 from ..schema.columns import as_table
 from ..schema.features import Schema
-from ..schema.reading import guess_schema
+from ..schema.reading import infer_schema
 from .arrow import arrow_columns, nullable_features, read_arrow
 from .spark_errors import spark_errors, teach_reader_errors
 from .spark_partitions import (
@@ -246,7 +246,7 @@ def _plan(options: dict[str, str]) -> _ReadPlan:
             # Spark's columns are nullable: a feature is null where an Example lacks it,
             # whether the sample saw it missing or not (an array is empty where empty).
             # A feature of one value wherever present is a scalar column.
-            inferred, _ = guess_schema(
+            inferred = infer_schema(
                 files,
                 nullable=True,
                 compression=compression,

@@ -45,16 +45,6 @@ class SchemaGuess:
             self._present[key] = self._present.get(key, 0) + 1
 
     @property
-    def optional(self) -> set[str]:
-        """Features of one value wherever present that some Examples lack: those that
-        ``schema(nullable=True)`` makes ``FixedLen([])``, to be read as nullable."""
-        return {
-            key
-            for key in self._kinds
-            if self._counts[key] == {1} and self._present[key] < self.examples
-        }
-
-    @property
     def kinds(self) -> dict[str, str]:
         """The type (``int64``, ``float32``, ``bytes``) of each feature seen with a value."""
         return dict(self._kinds)

@@ -89,14 +89,6 @@ def infer_schema(
     >>> infer_schema("train-*.tfrecord")  # doctest: +SKIP
     Schema({'label': FixedLen(shape=(), dtype='int64', default=None), ...})
     """
-    return guess_schema(paths, sample, nullable, **read_kwargs)[0]
-
-
-def guess_schema(
-    paths: ReadPaths, sample: int = 1000, nullable: bool = False, **read_kwargs: Any
-) -> tuple[Schema, set[str]]:
-    """:func:`infer_schema`, and the features it found missing from some Examples that it
-    made ``FixedLen([])`` (with ``nullable``), to be read as nullable."""
     check_count("sample", sample)
     options = read_kwargs.pop("options", None)
     unknown = set(read_kwargs) - {f.name for f in dataclasses.fields(ReadOptions)}
@@ -137,4 +129,4 @@ def guess_schema(
     schema = guess.schema(nullable)
     if steps.seen:
         schema.sequence = steps.schema()
-    return schema, guess.optional if nullable else set()
+    return schema
