@@ -254,6 +254,31 @@ def test_cli_convert_on_beam_shows_only_its_summary(table, tmp_path):
     assert done.stdout.startswith("converted 30 rows") and done.stdout.count("\n") == 1
 
 
+def test_convert_on_beam_from_python_logs_nothing_of_its_import(table, tmp_path):
+    # The same notes, logged as a fresh interpreter's tfr.convert imports Beam, stay off
+    # stderr too; a warning the program itself logs afterwards still shows.
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, sys\n"
+        "import tfrecordkit as tfr\n"
+        "s = tfr.convert(sys.argv[1], sys.argv[2], runner='DirectRunner', progress=False,\n"
+        "                pipeline_options={'direct_num_workers': 1})\n"
+        "print(sum(s.rows.values()))\n"
+        "logging.warning('the program speaks')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(table.csv), str(tmp_path / "quiet")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "30\n"
+    assert done.stderr.splitlines() == ["WARNING:root:the program speaks"]
+
+
 def test_a_beam_runner_without_beam_says_what_to_install(table, tmp_path, monkeypatch, capsys):
     import sys
 

@@ -108,6 +108,8 @@ def test_bad_arguments(table, tmp_path):
         tfr.convert(table.csv, tmp_path / "x", roles={"nope": "split", "image_uri": "image_uri"})
     with pytest.raises(ValueError, match="role"):
         tfr.convert(table.csv, tmp_path / "x", roles={"split": "splitter"})
+    with pytest.raises(ValueError, match=r"^roles need exactly one 'image_uri' column \(roles="):
+        tfr.convert(table.csv, tmp_path / "x", roles={"split": "split", "label": "label"})
     with pytest.raises(ValueError, match="runner"):
         tfr.convert(table.csv, tmp_path / "x", runner="NoSuchRunner")
     with pytest.raises(ValueError, match='"gzip" or "zlib"'):

@@ -8,6 +8,7 @@ endpoints come from ``--storage-option KEY=VALUE`` or fsspec's own configuration
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import logging
@@ -484,18 +485,10 @@ def convert(
 def _import_beam_quietly() -> None:
     """Imports Apache Beam without the notes it logs about optional Google Cloud
     libraries, and keeps its logs quiet; where Beam is missing, ``convert`` says so."""
-    root = logging.getLogger()
+    from ..conversion import beam_import_notes_dropped
 
-    def errors_only(record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.ERROR
-
-    root.addFilter(errors_only)
-    try:
+    with beam_import_notes_dropped(), contextlib.suppress(ImportError):
         import apache_beam  # noqa: F401
-    except ImportError:
-        pass
-    finally:
-        root.removeFilter(errors_only)
     # What goes wrong in the pipeline reaches the user as one line; Beam's own logs of it
     # (tracebacks from workers) stay off the terminal.
     logging.getLogger("apache_beam").setLevel(logging.CRITICAL)

@@ -114,7 +114,8 @@ def convert(
     else:
         # Apache Beam is imported only for a Beam runner.
         try:
-            from .beam_runner import convert_with_beam
+            with beam_import_notes_dropped():
+                from .beam_runner import convert_with_beam
         except ImportError as err:
             if (err.name or "").partition(".")[0] != "apache_beam":
                 raise
@@ -177,3 +178,21 @@ def register_pandas_accessor() -> None:
 
         def to_tfrecord(self, output_dir: str | os.PathLike[str], **kwargs: Any) -> Any:
             return convert(self._frame, output_dir, **kwargs)
+
+
+@contextlib.contextmanager
+def beam_import_notes_dropped() -> Any:
+    """Drops the warnings Apache Beam logs on import when its optional Google Cloud
+    clients are missing ("apitools not found..."), which say nothing about the job."""
+    import logging
+
+    root = logging.getLogger()
+
+    def warnings_dropped(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+    root.addFilter(warnings_dropped)
+    try:
+        yield
+    finally:
+        root.removeFilter(warnings_dropped)

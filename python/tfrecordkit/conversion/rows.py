@@ -30,7 +30,7 @@ from ..io.paths import (
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
 ROLES = ("split", "image_uri", "label", "integer", "float", "string")
-DEFAULT_SCHEMA = {"split": "split", "image_uri": "image_uri", "label": "label"}
+DEFAULT_ROLES = {"split": "split", "image_uri": "image_uri", "label": "label"}
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp")
 _CHANNELS = {"1": 1, "L": 1, "LA": 2, "P": 3, "RGB": 3, "YCbCr": 3, "CMYK": 4, "RGBA": 4}
 
@@ -229,8 +229,8 @@ def check_image_size(size: Any) -> tuple[int, int] | None:
     return int(h), int(w)
 
 
-def check_roles(schema: Mapping[str, str] | None, columns: list[str]) -> dict[str, str]:
-    roles = dict(schema or DEFAULT_SCHEMA)
+def check_roles(given: Mapping[str, str] | None, columns: list[str]) -> dict[str, str]:
+    roles = dict(given or DEFAULT_ROLES)
     for column, role in roles.items():
         if role not in ROLES:
             raise ValueError(f"column {column!r} has role {role!r}; roles are {', '.join(ROLES)}")
@@ -238,9 +238,9 @@ def check_roles(schema: Mapping[str, str] | None, columns: list[str]) -> dict[st
             raise ValueError(f"the source has no column {column!r} (it has {columns})")
     for role in ("split", "image_uri"):
         if list(roles.values()).count(role) != 1:
-            raise ValueError(f"the schema needs exactly one {role!r} column")
+            raise ValueError(f"roles need exactly one {role!r} column (roles={roles})")
     if list(roles.values()).count("label") > 1:
-        raise ValueError("the schema allows at most one 'label' column")
+        raise ValueError(f"roles allow at most one 'label' column (roles={roles})")
     return roles
 
 
