@@ -55,6 +55,22 @@ def test_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> 
     # elsewhere would look for them in its own directory.
     if "ray" in sys.modules:
         sys.modules["ray"].shutdown()
+    # Spark takes relative paths from its JVM's working directory, fixed when the JVM
+    # started: a JVM another test started would look for them there too.
+    if "pyspark" in sys.modules:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            gateway.shutdown()
+            # The JVM ends when its stdin closes.
+            gateway.proc.stdin.close()
+            gateway.proc.wait(timeout=120)
+            SparkContext._gateway = SparkContext._jvm = None
     namespace: dict[str, object] = {}
     for page in guide_pages():
         name = page.relative_to(DOCS).as_posix()
