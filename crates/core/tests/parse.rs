@@ -509,6 +509,66 @@ fn only_fixed_len_and_var_len_features_without_a_default_can_be_nullable() {
 }
 
 #[test]
+fn a_nullable_column_that_sparse_and_ragged_features_read_lays_them_out_as_ever() {
+    // A feature read plainly, nullable, and also as the part of a composite one: the
+    // composite takes a missing key as no entries, as it does without nulls.
+    use tfrecordkit_core::{Assembled, Assembly, PartitionSource};
+    let records = [
+        record(&[
+            ("i", Feature::Int64(vec![3, 1])),
+            ("v", Feature::Float(vec![0.5, 0.25])),
+            ("n", Feature::Int64(vec![1, 1])),
+        ]),
+        record(&[("v", Feature::Float(vec![]))]),
+    ];
+    let schema = Schema::new(vec![
+        spec("i", DType::Int64, SpecKind::VarLen, None),
+        spec("v", DType::Float32, SpecKind::VarLen, None),
+        spec("n", DType::Int64, SpecKind::VarLen, None),
+    ])
+    .unwrap()
+    .with_assembly(vec![
+        Assembly::Column(0),
+        Assembly::Sparse {
+            key: "s".into(),
+            index: vec![("i".into(), 0)],
+            value: 1,
+            size: vec![10],
+            already_sorted: false,
+        },
+        Assembly::Ragged {
+            key: "r".into(),
+            value: 1,
+            partitions: vec![PartitionSource::RowLengths(2)],
+        },
+    ])
+    .unwrap()
+    .nullable(&["i", "n"])
+    .unwrap();
+    let columns = parse_examples(&schema, &records).unwrap();
+    assert_eq!(columns[0].valid, Some(vec![true, false]));
+    assert_eq!(columns[0].row_splits.as_deref(), Some(&[0, 2, 2][..]));
+    let refs: Vec<Option<&Parsed>> = columns.iter().map(Some).collect();
+    let out = schema.assemble(&refs).unwrap();
+    let Assembled::Sparse {
+        indices,
+        row_splits,
+        ..
+    } = &out[1]
+    else {
+        panic!("not sparse: {:?}", out[1]);
+    };
+    assert_eq!(
+        (indices.as_slice(), row_splits.as_slice()),
+        (&[0, 1, 0, 3][..], &[0, 2, 2][..])
+    );
+    let Assembled::Ragged { levels, .. } = &out[2] else {
+        panic!("not ragged: {:?}", out[2]);
+    };
+    assert_eq!(levels, &vec![vec![0, 2, 2], vec![0, 1, 2]]);
+}
+
+#[test]
 fn a_large_nullable_batch_parses_as_its_parts_do() {
     let records: Vec<Vec<u8>> = (0..20_000)
         .map(|i| match i % 3 {
