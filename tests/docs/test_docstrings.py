@@ -50,3 +50,21 @@ def test_docstring_examples_run(name: str, tmp_path: Path, monkeypatch) -> None:
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_skipped_examples_name_what_exists(name: str) -> None:
+    # Examples that cannot run still name real things: every ``tfr.a`` and ``tfr.a.b``.
+    import re
+
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    for test in finder.find(module, name):
+        for example in test.examples:
+            if not example.options.get(doctest.SKIP):
+                continue
+            for first, second in re.findall(r"\btfr\.(\w+)(?:\.(\w+))?", example.source):
+                assert hasattr(tfrecordkit, first), f"{test.name}: tfr.{first}"
+                if second:
+                    owner = getattr(tfrecordkit, first)
+                    assert hasattr(owner, second), f"{test.name}: tfr.{first}.{second}"

@@ -252,7 +252,7 @@ class Dataset:
         native call, stacked into one array (the batch's tensors need one shape).
         ``num_parallel_calls`` as :meth:`map`.
 
-        >>> ds = (tfr.Dataset.from_tfrecords("embeddings.tfrecord")  # doctest: +SKIP
+        >>> ds = (tfr.Dataset.from_files("embeddings.tfrecord")  # doctest: +SKIP
         ...       .parse({"emb": tfr.FixedLen([], "bytes")})
         ...       .batch(256).parse_tensor("emb", "float32"))
         """

@@ -77,7 +77,8 @@ def infer_schema(
     paths: ReadPaths, sample: int = 1000, *, nullable: bool = False, **read_kwargs: Any
 ) -> Schema:
     """Guesses a schema from the first ``sample`` Examples of ``paths``, or fewer once they
-    hold 16 MiB (see :class:`SchemaGuess`); ``read_kwargs`` are the read options of
+    hold 16 MiB (each feature seen in every one of them with the same number of values is
+    ``FixedLen``, any other ``VarLen``); ``read_kwargs`` are the read options of
     :func:`read_records`. With ``nullable``, a feature that some Examples lack is
     ``FixedLen([])`` where those that have it hold one value, as
     ``read_arrow(nullable=True)`` reads it (null where missing).
