@@ -73,7 +73,12 @@ def convert(
     through to Beam. Manifests and indexes are added when ``output_dir`` is local.
 
     ``compression`` (``"gzip"`` or ``"zlib"``; ``None``, ``"none"`` or ``""`` for none) is
-    spelled as for :func:`write_dataset`, on every runner.
+    spelled as for :func:`write_dataset`, on every runner. Each split is written as
+    :func:`write_dataset` writes a dataset: in ``num_shards`` shards, or where that is
+    ``None`` in shards of up to ``max_shard_bytes`` (a Beam runner leaves the count to
+    its sink instead); ``workers`` threads load the images on the local runner (the
+    default: four per core, at most 32). Existing splits in ``output_dir`` are an error
+    unless ``overwrite=True``; they are replaced only once the new ones are committed.
 
     ``tfds=True`` also writes TensorFlow Datasets metadata (see
     :func:`tfrecordkit.tfds.write_metadata`), so that ``tfds.builder_from_directory``

@@ -301,6 +301,11 @@ def load(
     whole), or a directory holding the ``split`` dataset. A manifest without a schema (of
     records written as they were) has it inferred from the first file.
 
+    The shards are read as ``Dataset.list_files(shuffle=shuffle_files, seed=seed,
+    on_error=on_error, storage_options=storage_options).interleave(cycle_length=
+    cycle_length)`` reads them: in a shuffled order if asked, ``cycle_length`` at a time
+    (``-1``: as many as the machine has cores), damage handled as ``on_error`` says.
+
     >>> ds = tfr.load("out", "train").shuffle(1000, seed=0).batch(32)  # doctest: +SKIP
     >>> ds = tfr.load("s3://bucket/out", "validation")  # doctest: +SKIP
     >>> ds = tfr.load("~/tensorflow_datasets/mnist/3.0.0", "test")  # doctest: +SKIP

@@ -95,10 +95,12 @@ class Manifest:
 
     @property
     def records(self) -> int:
+        """The records in all shards."""
         return sum(s.records for s in self.shards)
 
     @property
     def bytes(self) -> int:
+        """The size of all shards, in bytes, as written."""
         return sum(s.bytes for s in self.shards)
 
     @property
@@ -113,6 +115,7 @@ class Manifest:
         ]
 
     def to_dict(self) -> dict[str, Any]:
+        """The manifest as its JSON file holds it (see :func:`from_dict`)."""
         return {
             "format": MANIFEST_FORMAT,
             "version": self.version,

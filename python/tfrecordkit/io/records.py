@@ -292,6 +292,7 @@ class RandomRecordReader:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._r.closed
 
     def __enter__(self) -> RandomRecordReader:
@@ -376,6 +377,8 @@ class RecordWriter:
         return table.rows
 
     def flush(self) -> None:
+        """Writes what is buffered (and compressed so far) to the file being written; it
+        keeps its temporary name until :meth:`close`."""
         self._w.flush()
 
     def close(self) -> None:
@@ -388,14 +391,17 @@ class RecordWriter:
 
     @property
     def closed(self) -> bool:
+        """Whether the file was closed (or aborted)."""
         return self._w.closed
 
     @property
     def records_written(self) -> int:
+        """Records written so far."""
         return self._w.records_written
 
     @property
     def compression(self) -> str | None:
+        """``"gzip"``, ``"zlib"`` or ``None``, as chosen (``"auto"`` resolved)."""
         return self._w.compression
 
     @property

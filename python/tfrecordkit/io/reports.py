@@ -36,6 +36,7 @@ class FileReport:
 
     @property
     def ok(self) -> bool:
+        """Nothing was damaged and nothing failed."""
         return not self.damage and self.failure is None
 
     @property
@@ -49,6 +50,7 @@ class FileReport:
         return sum(d.lost[1] - d.lost[0] for d in self.damage if d.lost)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (for JSON), with ``ok``."""
         d = asdict(self)
         d["ok"] = self.ok
         return d
@@ -77,15 +79,18 @@ class ReadReport:
         return self.files.setdefault(path, FileReport(path))
 
     def note(self, err: DataLossError) -> None:
+        """Counts the damage ``err`` names against its file."""
         if err.path is not None:
             self._file(err.path).damage.append(Damage.of(err))
 
     def count(self, delivered: list[tuple[str, int]]) -> None:
+        """Sets each file's records read: ``(path, records)`` pairs."""
         for path, n in delivered:
             self._file(path).records = n
 
     @property
     def records(self) -> int:
+        """Records read, in all files."""
         return sum(f.records for f in self.files.values())
 
     @property
@@ -95,11 +100,14 @@ class ReadReport:
 
     @property
     def lost_bytes(self) -> int:
+        """Bytes skipped to get past damage, in all files."""
         return sum(f.lost_bytes for f in self.files.values())
 
     @property
     def ok(self) -> bool:
+        """No file had damage or failed."""
         return all(f.ok for f in self.files.values())
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (for JSON): each file's, and ``ok``."""
         return {"files": [f.to_dict() for f in self.files.values()], "ok": self.ok}

@@ -548,6 +548,7 @@ class Schema(Mapping[str, Spec]):
         return self.compiled().outputs(parsed)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Each feature's spec as plain data, which :meth:`from_dict` reads back."""
         return {k: _spec_to_dict(v) for k, v in self._specs.items()}
 
     @classmethod
@@ -574,6 +575,8 @@ class Schema(Mapping[str, Spec]):
         return cls(specs)
 
     def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as JSON (``kwargs`` go to ``json.dumps``), as ``schema.json``
+        files hold it; :meth:`from_json` reads it back."""
         return json.dumps(self.to_dict(), **kwargs)
 
     @classmethod

@@ -90,9 +90,11 @@ class Ragged:
         return (self.row_splits, *inner)
 
     def row_lengths(self) -> np.ndarray:
+        """How many values (or inner rows) each row holds."""
         return self._lengths
 
     def to_list(self) -> list[Any]:
+        """The rows as nested Python lists."""
         return [row.tolist() if isinstance(row, np.ndarray) else row.to_list() for row in self]
 
     def to_dense(self, default: Any = None) -> np.ndarray:
