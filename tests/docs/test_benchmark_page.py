@@ -60,6 +60,16 @@ def test_a_row_run_alone_takes_its_date_and_machine_and_the_rest_keep_theirs(tmp
     assert re.search(r"\| write \|.*\*\*3\.00x\*\* \| >= 2x \|  \|", text)
 
 
+def test_a_new_row_goes_after_the_row_measured_before_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(B.time, "strftime", lambda fmt: "2026-12-01")
+    page = _page(tmp_path, "2026-11-25", [_row("a", 1.0), _row("b", 2.0), _row("c", 3.0)])
+    run = [_row("new first", 0.5), _row("b", 4.0), _row("new after b", 5.0), _row("new", 6.0)]
+
+    rows, *_ = B.merged(page, run, [None])
+
+    assert [r.path for r in rows] == ["a", "b", "new after b", "new", "c", "new first"]
+
+
 def test_rows_of_a_page_that_lists_its_partial_runs_get_the_date_of_the_last_run_matching():
     line = (
         "; rows matching `raw read|gzip` re-run alone on 2026-11-26"

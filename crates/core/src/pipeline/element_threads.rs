@@ -121,6 +121,13 @@ pub(super) struct ParallelMapElements<T, E> {
     n: u64,
     spent: Duration,
     countdown: u32,
+    /// Where a probe's steady state starts (once the first results are in: a serial
+    /// element, a task's) and where it ends (the probe's time up, before the tasks in
+    /// flight drain): each the time and the elements delivered by then. A probe's rate
+    /// is taken between them, so that neither the start of the pipeline or of the
+    /// threads nor the last tasks trickling in count against either way.
+    steady_from: Option<(Instant, u64)>,
+    steady_until: Option<(Instant, u64)>,
 }
 
 impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
@@ -156,6 +163,8 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
             n: 0,
             spent: Duration::ZERO,
             countdown: CLOCK_EVERY,
+            steady_from: None,
+            steady_until: None,
         }
     }
 
@@ -167,15 +176,31 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
         self.n = 0;
         self.spent = Duration::ZERO;
         self.countdown = CLOCK_EVERY;
+        self.steady_from = None;
+        self.steady_until = None;
+    }
+
+    /// Elements a second in the phase's steady state (see `steady_from`), or over the
+    /// whole phase where it was too short to have one.
+    fn rate(&self) -> f64 {
+        let (end, n_end) = self.steady_until.unwrap_or((Instant::now(), self.n));
+        match self.steady_from {
+            Some((start, n_start)) if end > start && n_end > n_start => {
+                (n_end - n_start) as f64 / (end - start).as_secs_f64()
+            }
+            _ => self.n as f64 / self.started.elapsed().as_secs_f64().max(1e-9),
+        }
     }
 
     /// The phase after the one just ended (AUTOTUNE only).
     fn next_phase(&mut self) {
-        let rate = self.n as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+        let rate = self.rate();
         match self.phase {
             Phase::SerialProbe => {
                 let per_item = self.spent.as_secs_f64() / (self.n.max(1) as f64);
                 if per_item >= PARALLEL_ITEM.as_secs_f64() {
+                    // Tasks as long as TASK from the start, by the serial timing.
+                    self.task_items = task_items(per_item);
                     self.start_phase(Phase::ThreadProbe { serial_rate: rate }, PROBE);
                 } else {
                     self.start_phase(Phase::Serial, KEEP);
@@ -268,10 +293,11 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
         (self.lock.release)(&mut || got = done.recv().ok());
         match got.expect("a map thread stopped before finishing its task") {
             Done::Ran { out, per_item } => {
-                let per_item = per_item.as_secs_f64().max(1e-9);
-                self.task_items =
-                    ((TASK.as_secs_f64() / per_item) as usize).clamp(1, MAX_TASK_ITEMS);
+                self.task_items = task_items(per_item.as_secs_f64());
                 self.ready.extend(out);
+                if self.steady_from.is_none() && matches!(self.phase, Phase::ThreadProbe { .. }) {
+                    self.steady_from = Some((Instant::now(), self.n + self.ready.len() as u64));
+                }
             }
             Done::Refused(items) => {
                 let f = &self.f;
@@ -289,6 +315,8 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
             }
             if !self.autotune || Instant::now() < self.until {
                 self.submit();
+            } else if self.steady_until.is_none() {
+                self.steady_until = Some((Instant::now(), self.n));
             }
             if let Some(p) = self.pending.pop_front() {
                 self.collect(p)?;
@@ -325,6 +353,9 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
             let y = (self.f)(x);
             let end = Instant::now();
             self.spent += end - start;
+            if self.steady_from.is_none() {
+                self.steady_from = Some((end, self.n));
+            }
             if end >= self.until {
                 self.next_phase();
             }
@@ -332,6 +363,12 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
         }
         (self.f)(x).map(Some)
     }
+}
+
+/// Elements a task holds so that it runs for about [`TASK`], each taking `per_item`
+/// seconds.
+fn task_items(per_item: f64) -> usize {
+    ((TASK.as_secs_f64() / per_item.max(1e-9)) as usize).clamp(1, MAX_TASK_ITEMS)
 }
 
 /// A map thread: takes tasks until the stage is dropped.
