@@ -167,6 +167,20 @@ def test_inspect_writes_a_contact_sheet(table, tmp_path):
     assert pixels.std() > 10  # images were drawn, not a blank page
     bad = CliRunner().invoke(main, ["inspect", str(tmp_path / "o"), "--split", "nope"])
     assert bad.exit_code == 1
+    # An existing file is replaced only with --overwrite; the default sheet is redrawn.
+    sheet.write_bytes(b"someone's picture")
+    args = ["inspect", str(tmp_path / "o"), "-n", "4", "--out", str(sheet)]
+    taken = CliRunner().invoke(main, args)
+    assert taken.exit_code == 1
+    assert taken.output == f"error: a file is there already; pass --overwrite: {sheet}\n"
+    assert sheet.read_bytes() == b"someone's picture"
+    assert CliRunner().invoke(main, [*args, "--overwrite"]).exit_code == 0
+    assert sheet.read_bytes().startswith(b"\x89PNG")
+    for _ in range(2):
+        assert CliRunner().invoke(main, ["inspect", str(tmp_path / "o"), "-n", "4"]).exit_code == 0
+    assert (tmp_path / "o" / "sheet-train.png").read_bytes().startswith(b"\x89PNG")
+    wrong = CliRunner().invoke(main, [*args[:-1], str(tmp_path / "sheet.jpg")])
+    assert wrong.exit_code == 2 and "name it *.png" in wrong.output
 
 
 def test_load_reads_a_split_back_through_a_pipeline(table, tmp_path):

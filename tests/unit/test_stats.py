@@ -260,6 +260,33 @@ def test_cli_summary_and_html(data, tmp_path) -> None:
     assert "http://" not in page and "https://" not in page and "<script" not in page
 
 
+def test_cli_html_never_replaces_a_file_unasked_nor_an_input(data, tmp_path) -> None:
+    from click.testing import CliRunner
+    from tfrecordkit.cli import main
+
+    root, _ = data
+    shard = root / "train.tfrecord"
+    before = shard.read_bytes()
+    html = tmp_path / "report.html"
+    html.write_text("someone's notes")
+    run = CliRunner().invoke
+    taken = run(main, ["stats", str(shard), "--html", str(html)])
+    assert taken.exit_code == 1
+    assert taken.output == f"error: a file is there already; pass --overwrite: {html}\n"
+    assert html.read_text() == "someone's notes"
+    assert run(main, ["stats", str(shard), "--html", str(html), "--overwrite"]).exit_code == 0
+    assert "<svg class='plot'" in html.read_text()
+    # An input, by name or by the glob that reads it, is refused even with --overwrite.
+    for given in (str(shard), str(root / "*.tfrecord")):
+        refused = run(main, ["stats", given, "--html", str(shard), "--overwrite"])
+        assert refused.exit_code == 2 and "is one of the files read" in refused.output
+    assert shard.read_bytes() == before
+    # A directory that is a file: the error names the report, not a temporary beside it.
+    inside = run(main, ["stats", str(shard), "--html", str(shard / "r.html")])
+    assert inside.exit_code == 1
+    assert inside.output == f"error: Not a directory: {shard / 'r.html'}\n"
+
+
 def test_damage_is_an_error_naming_the_file(data, tmp_path) -> None:
     root, _ = data
     bad = tmp_path / "bad.tfrecord"

@@ -27,6 +27,7 @@ from ..datasets.index import count as count_records
 from ..datasets.manifest import MAX_SHARDS
 from ..datasets.verify import verify as verify_files
 from ..errors import ExampleDecodeError, TFRecordError
+from ..io.paths import exists
 from ..io.records import read_records
 from ..schema.example import decode_sequence_example, foreign
 from .common import COMPRESSION
@@ -506,12 +507,25 @@ def _import_beam_quietly() -> None:
     "-n", "num", default=16, show_default=True, type=click.IntRange(1), help="How many images."
 )
 @click.option("--out", help="The PNG to write [default: OUTPUT_DIR/sheet-SPLIT.png].")
-def inspect(output_dir: str, split: str, num: int, out: str | None) -> None:
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace the --out file if it exists (the default is redrawn).",
+)
+def inspect(output_dir: str, split: str, num: int, out: str | None, overwrite: bool) -> None:
     """Draw the first images of a converted split, with their labels, into a PNG."""
     from ..conversion import contact_sheet
 
+    if out is not None and not out.lower().endswith(".png"):
+        raise click.BadParameter(
+            f"the sheet is a PNG: name it *.png, not {out}", param_hint="'--out'"
+        )
+    if out is not None and not overwrite and exists(out, _so()):
+        _fail(FileExistsError(17, "a file is there already; pass --overwrite", out))
     try:
-        path = contact_sheet(output_dir, split, num, out, storage_options=_so())
+        path = contact_sheet(
+            output_dir, split, num, out, overwrite=overwrite or out is None, storage_options=_so()
+        )
     except (OSError, TFRecordError, ValueError) as err:
         _fail(err)
     click.echo(f"wrote {path}")

@@ -7,8 +7,25 @@ from typing import Any
 import click
 
 from ..errors import TFRecordError
+from ..io.paths import exists, is_url
 from ..statistics import stats as compute
 from .common import COMPRESSION, fail, input_compression, storage_options
+
+
+def _check_report_path(html: str, inputs: list[str]) -> None:
+    """Refuses an HTML report path that names one of the inputs (or matches a glob of
+    them): the report would replace the data it describes."""
+    import fnmatch
+    import os
+
+    def local(path: str) -> str:
+        return path if is_url(path) else os.path.abspath(os.path.expanduser(path))
+
+    if any(fnmatch.fnmatchcase(local(html), local(p)) for p in inputs):
+        raise click.BadParameter(
+            f"{html} is one of the files read; the report would replace it",
+            param_hint="'--html'",
+        )
 
 
 def _split_option(_: Any, __: Any, values: tuple[str, ...]) -> dict[str, list[str]] | None:
@@ -34,6 +51,7 @@ def _split_option(_: Any, __: Any, values: tuple[str, ...]) -> dict[str, list[st
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @click.option("--html", "html", metavar="FILE", help="Also write an HTML report to FILE.")
+@click.option("--overwrite", is_flag=True, help="Replace the --html file if it exists.")
 @click.option(
     "--baseline", metavar="SPLIT", help="The split others are compared with [default: train]."
 )
@@ -51,6 +69,7 @@ def stats(
     splits: dict[str, list[str]] | None,
     as_json: bool,
     html: str | None,
+    overwrite: bool,
     baseline: str | None,
     shift_threshold: float,
     top: int,
@@ -60,6 +79,10 @@ def stats(
     between splits (anomalies). Prints a summary, or JSON with --json."""
     if bool(paths) == bool(splits):
         raise click.UsageError("give PATHS or --split SPLIT=PATH, not both or neither")
+    if html:
+        _check_report_path(html, [*paths, *(p for ps in (splits or {}).values() for p in ps)])
+        if not overwrite and exists(html, storage_options()):
+            fail(FileExistsError(17, "a file is there already; pass --overwrite", html))
     try:
         report = compute(
             list(paths) if paths else None,
@@ -72,7 +95,7 @@ def stats(
             progress=True,
         )
         if html:
-            report.to_html(html, storage_options())
+            report.to_html(html, storage_options(), overwrite=overwrite)
     except (OSError, ValueError, TFRecordError) as err:
         fail(err)
     if as_json:

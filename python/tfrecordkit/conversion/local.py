@@ -211,10 +211,12 @@ def contact_sheet(
     out: str | os.PathLike[str] | None = None,
     *,
     thumb: int = 128,
+    overwrite: bool = True,
     storage_options: StorageOptions = None,
 ) -> str:
     """Draws the first ``n`` images of a converted split with their labels into one PNG,
     by default ``sheet-{split}.png`` beside the split (a URL works too); returns its path.
+    Without ``overwrite``, a file already at ``out`` is a ``FileExistsError``.
 
     Images that do not decode are drawn as grey tiles, with a warning; Examples with no
     ``image`` feature at all are a ``ValueError``, as is a split with no images that decode.
@@ -278,7 +280,7 @@ def contact_sheet(
     target = os.fspath(target)
     png = io.BytesIO()
     sheet.save(png, format="PNG")
-    write_file(target, png.getvalue(), storage_options)
+    write_file(target, png.getvalue(), storage_options, replace=overwrite)
     return target
 
 

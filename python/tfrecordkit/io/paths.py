@@ -616,7 +616,9 @@ def atomic_write(
         else:
             _no_replace(temp, path)
     except OSError as err:
-        remove(temp)
+        # The temporary may never have been made (its directory is a file, say).
+        with contextlib.suppress(OSError):
+            remove(temp)
         if err.filename in (None, temp) and err.errno is not None:
             # A failed write (a full disk...) names the file it was for.
             raise OSError(err.errno, err.strerror or str(err), path) from err

@@ -133,15 +133,20 @@ class StatsReport(Mapping[str, Any]):
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def to_html(
-        self, path: str | os.PathLike[str] | None = None, storage_options: StorageOptions = None
+        self,
+        path: str | os.PathLike[str] | None = None,
+        storage_options: StorageOptions = None,
+        *,
+        overwrite: bool = True,
     ) -> str:
         """The report as one self-contained HTML page (inline SVG plots, no network), also
-        written to ``path`` (a local path or a URL) when given: whole, or not at all."""
+        written to ``path`` (a local path or a URL) when given: whole, or not at all.
+        Without ``overwrite``, a file already at ``path`` is a ``FileExistsError``."""
         from .html import render
 
         page = render(self.to_dict())
         if path is not None:
-            write_file(os.fspath(path), page, storage_options)
+            write_file(os.fspath(path), page, storage_options, replace=overwrite)
         return page
 
     def summary(self) -> str:
