@@ -150,6 +150,20 @@ def test_repair_of_a_gzip_file_and_the_cli(tmp_path, h):
     assert "lost    record 2, bytes" in result.output
 
 
+def test_repair_of_what_is_not_a_tfrecord_file_writes_nothing(tmp_path):
+    for name, data in (("picture.png", b"\x89PNG\r\n\x1a\n" + bytes(40)), ("t.csv", b"a,b\n1,2\n")):
+        src, dst = tmp_path / name, tmp_path / f"{name}.tfrecord"
+        src.write_bytes(data)
+        with pytest.raises(tfr.NotTFRecordError, match="no intact record to salvage") as err:
+            tfr.repair(src, dst)
+        assert err.value.path == str(src) and err.value.record_index == 0
+        assert not dst.exists() and not any(tmp_path.glob(".*"))
+        result = CliRunner().invoke(main, ["repair", str(src), "-o", str(dst)])
+        assert result.exit_code == 1 and result.output.count("\n") == 1
+        assert result.output.startswith("error: no intact record to salvage")
+        assert "not a TFRecord file" in result.output and not dst.exists()
+
+
 def test_read_report_counts_records_and_skipped_damage_per_file(tmp_path, h):
     a = h.make_records(30)
     b = h.make_records(12, seed=4)

@@ -7,7 +7,7 @@ import os
 import tempfile
 from collections.abc import Callable
 
-from .. import _core
+from .. import _core, errors
 from ..errors import DataLossError, TFRecordError
 from ..io.paths import (
     Paths,
@@ -78,8 +78,10 @@ def repair(
     """Copies every intact record of ``src`` into a new, valid file ``dst``.
 
     Damaged records are dropped, the reader resynchronizes past damaged headers and drops a
-    torn tail; the returned report says what was kept and what was lost. ``dst`` appears
-    only once complete (written atomically); an existing ``dst`` is refused unless
+    torn tail; the returned report says what was kept and what was lost. A source that
+    is not a TFRecord file at all (a PNG, a CSV) raises ``NotTFRecordError`` instead, and
+    nothing is written.
+    ``dst`` appears only once complete (written atomically); an existing ``dst`` is refused unless
     ``overwrite=True``. Either may be a URL (a URL ``dst`` is written locally, then put
     with no replace unless ``overwrite``).
     """
@@ -112,6 +114,8 @@ def repair(
     writer = _core.RecordWriter(dst, output_compression, None, True, False, part=True)
     try:
         report = _scan(src, compression, lambda batch: writer.write_many(batch), options)
+        if report.foreign:
+            raise _nothing_salvaged(src, report.damage[0])
         info = writer.finish()
     except BaseException:
         writer.abort()
@@ -119,6 +123,21 @@ def repair(
     # A file that appeared at dst meanwhile is another writer's: never replaced silently.
     _core.commit_shard(info["data"], dst, replace=overwrite)
     return report
+
+
+def _nothing_salvaged(src: str, first: Damage) -> DataLossError:
+    """The error for a source that is not a TFRecord file at all: the first damage's, and
+    no empty file written."""
+    kind = getattr(errors, first.error, None)
+    if not (isinstance(kind, type) and issubclass(kind, DataLossError)):
+        kind = DataLossError
+    return kind(
+        f"no intact record to salvage, nothing written: {first.message}",
+        src,
+        first.offset,
+        first.record_index,
+        lost=first.lost,
+    )
 
 
 def _same(a: str, b: str) -> bool:
