@@ -46,6 +46,7 @@ def work(tmp_path_factory) -> Path:
         progress=False,
     )
     assert tfr.convert(str(d / "table.csv"), str(d / "converted"), progress=False).rows
+    (d / "header-only.csv").write_text("split,image_uri,label\n")
     return d
 
 
@@ -99,7 +100,14 @@ CASES = [
     (["inspect", "numbers"], FAILURE, "have no 'image' feature"),
     (["inspect", "nowhere"], FAILURE, "no files match the pattern: nowhere/train-*"),
     (["inspect", "converted", "-n", "0"], USAGE, "0 is not in the range x>=1"),
-    (["demo", "-n", "0"], USAGE, "0 is not in the range x>=1"),
+    (["demo", "-n", "0"], USAGE, "0 is not in the range 1<=x<=1000000"),
+    (["demo", "-n", "99999999999999999999"], USAGE, "not in the range 1<=x<=1000000"),
+    (["demo", "--dir", "good.tfrecord"], FAILURE, "a file is there, not a directory"),
+    (["head", "-n", "99999999999999999999", "good.tfrecord"], USAGE, "'-n': 99999999999999999999"),
+    (["convert", "header-only.csv", "o2"], FAILURE, "header-only.csv holds no rows to convert"),
+    (["reshard", "good.tfrecord", "-o", ""], FAILURE, "prefix '' names a directory"),
+    (["reshard", "good.tfrecord", "-o", "here/"], FAILURE, "prefix 'here/' names a directory"),
+    (["repair", "picture.png", "-o", "r.tfrecord"], FAILURE, "no intact record to salvage"),
     (["stats"], USAGE, "give PATHS or --split SPLIT=PATH"),
     (["stats", "--split", "train"], USAGE, "expected SPLIT=PATH, not 'train'"),
     (["stats", "picture.png"], FAILURE, "not a TFRecord file (it starts with a PNG signature)"),
@@ -118,6 +126,24 @@ def test_bad_input_is_one_line_and_the_right_exit_code(work, args, code, says):
     assert says in lines[0]
     for internal in ("Traceback", "Errno", "overwrite=True", 'File "'):
         assert internal not in done.stderr + done.stdout
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(work, tmp_path):
+    # `tfrecordkit head ... | head -1`: the pipe closes, and no error is printed for it.
+    many = tmp_path / "many.tfrecord"
+    with tfr.RecordWriter(str(many)) as w:
+        w.write_many(tfr.encode_examples({"x": np.arange(20_000, dtype=np.int64)}))
+    script = Path(sys.executable).with_name("tfrecordkit")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "tfrecordkit.cli"]
+    for args in (["head", "-n", "20000", str(many)], ["verify", *[str(many)] * 2000]):
+        with subprocess.Popen(
+            [*command, *args], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ) as shown:
+            assert shown.stdout is not None and shown.stderr is not None
+            shown.stdout.readline()
+            shown.stdout.close()
+            assert shown.wait(timeout=120) == 1
+            assert shown.stderr.read() == b""
 
 
 def test_every_subcommand_has_a_bad_input_case():

@@ -27,7 +27,6 @@ from ..datasets.index import count as count_records
 from ..datasets.manifest import MAX_SHARDS
 from ..datasets.verify import verify as verify_files
 from ..errors import ExampleDecodeError, TFRecordError
-from ..io.paths import exists
 from ..io.records import read_records
 from ..schema.example import decode_sequence_example, foreign
 from .common import COMPRESSION
@@ -35,6 +34,7 @@ from .common import fail as _fail
 from .common import input_compression as _c
 from .common import message as _message
 from .common import storage_options as _so
+from .sheet import inspect as _inspect
 from .stats import stats as _stats
 
 
@@ -166,7 +166,12 @@ def _note(message: Warning | str, *_: Any, **__: Any) -> None:
 @main.command()
 @click.argument("file")
 @click.option(
-    "-n", "num", default=5, show_default=True, type=click.IntRange(0), help="Records to show."
+    "-n",
+    "num",
+    default=5,
+    show_default=True,
+    type=click.IntRange(0, sys.maxsize),
+    help="Records to show.",
 )
 @click.option(
     "--json",
@@ -481,6 +486,8 @@ def convert(
 
         where = join(summary.output_dir, "discarded.csv")
         _fail(ValueError(f"no row could be converted; the reasons are in {where}"))
+    if not summary.rows:
+        _fail(ValueError(f"{source} holds no rows to convert"))
 
 
 def _import_beam_quietly() -> None:
@@ -493,42 +500,6 @@ def _import_beam_quietly() -> None:
     # What goes wrong in the pipeline reaches the user as one line; Beam's own logs of it
     # (tracebacks from workers) stay off the terminal.
     logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
-
-
-@main.command()
-@click.argument("output_dir")
-@click.option(
-    "--split",
-    default="train",
-    show_default=True,
-    help="The split to draw (train, validation, test, or any split directory).",
-)
-@click.option(
-    "-n", "num", default=16, show_default=True, type=click.IntRange(1), help="How many images."
-)
-@click.option("--out", help="The PNG to write [default: OUTPUT_DIR/sheet-SPLIT.png].")
-@click.option(
-    "--overwrite",
-    is_flag=True,
-    help="Replace the --out file if it exists (the default is redrawn).",
-)
-def inspect(output_dir: str, split: str, num: int, out: str | None, overwrite: bool) -> None:
-    """Draw the first images of a converted split, with their labels, into a PNG."""
-    from ..conversion import contact_sheet
-
-    if out is not None and not out.lower().endswith(".png"):
-        raise click.BadParameter(
-            f"the sheet is a PNG: name it *.png, not {out}", param_hint="'--out'"
-        )
-    if out is not None and not overwrite and exists(out, _so()):
-        _fail(FileExistsError(17, "a file is there already; pass --overwrite", out))
-    try:
-        path = contact_sheet(
-            output_dir, split, num, out, overwrite=overwrite or out is None, storage_options=_so()
-        )
-    except (OSError, TFRecordError, ValueError) as err:
-        _fail(err)
-    click.echo(f"wrote {path}")
 
 
 class _Sized:
@@ -629,7 +600,7 @@ def reshard(
     "num",
     default=10_000,
     show_default=True,
-    type=click.IntRange(1),
+    type=click.IntRange(1, 1_000_000),
     help="Examples to write.",
 )
 def demo(directory: str, num: int) -> None:
@@ -637,6 +608,12 @@ def demo(directory: str, num: int) -> None:
     back through a pipeline and decode its images."""
     from .demo import run
 
+    try:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise NotADirectoryError(20, "a file is there, not a directory", directory)
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        _fail(err)
     sys.exit(run(directory, num, click.echo))
 
 
@@ -705,3 +682,4 @@ def _run(args: list[str] | None) -> NoReturn:
 
 
 main.add_command(_stats)
+main.add_command(_inspect)

@@ -38,5 +38,8 @@ def message(err: BaseException) -> str:
 
 
 def fail(err: BaseException) -> NoReturn:
+    if isinstance(err, BrokenPipeError):
+        # The reader of the output went away: the command stops quietly (see ``run``).
+        raise err
     click.echo(f"error: {message(err)}", err=True)
     sys.exit(1)

@@ -58,6 +58,7 @@ class DatasetCommit:
         overwrite: bool = False,
         storage_options: StorageOptions = None,
     ) -> None:
+        check_prefix(prefix)
         self.url = is_url(prefix)
         self.prefix = prefix
         self.compression = compression
@@ -294,3 +295,14 @@ def _claim(url_prefix: str, options: StorageOptions, overwrite: bool) -> None:
             "claim or pass overwrite=True)",
             url_prefix + CLAIM_SUFFIX,
         ) from None
+
+
+def check_prefix(prefix: str) -> None:
+    """Refuses a dataset prefix that names no file: empty, or a directory (ending in a
+    separator, ``.`` or ``..``), where the shards would be hidden ``-SSSSS-of-NNNNN`` files."""
+    name = prefix.replace(os.sep, "/").rsplit("/", 1)[-1]
+    if name in ("", ".", ".."):
+        raise ValueError(
+            f"the dataset prefix {prefix!r} names a directory, not the shards' common start: "
+            "give one such as 'out/train' (shards out/train-00000-of-00004.tfrecord...)"
+        )
