@@ -108,6 +108,11 @@ CASES = [
     (["reshard", "good.tfrecord", "-o", ""], FAILURE, "prefix '' names a directory"),
     (["reshard", "good.tfrecord", "-o", "here/"], FAILURE, "prefix 'here/' names a directory"),
     (["repair", "picture.png", "-o", "r.tfrecord"], FAILURE, "no intact record to salvage"),
+    (
+        ["repair", "good.tfrecord", "-o", "nodir/r.tfrecord"],
+        FAILURE,
+        "No such file or directory: nodir/r.tfrecord",
+    ),
     (["stats"], USAGE, "give PATHS or --split SPLIT=PATH"),
     (["stats", "--split", "train"], USAGE, "expected SPLIT=PATH, not 'train'"),
     (["stats", "picture.png"], FAILURE, "not a TFRecord file (it starts with a PNG signature)"),
@@ -124,7 +129,7 @@ def test_bad_input_is_one_line_and_the_right_exit_code(work, args, code, says):
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error: ")
     assert says in lines[0]
-    for internal in ("Traceback", "Errno", "overwrite=True", 'File "'):
+    for internal in ("Traceback", "Errno", "os error", "overwrite=True", 'File "'):
         assert internal not in done.stderr + done.stdout
 
 

@@ -61,6 +61,10 @@ fn os_error(err: &Error) -> PyErr {
         .map(|e| e.to_string())
         .unwrap_or_else(|| err.message.clone());
     if let Some(errno) = err.raw_os_error() {
+        // The system's words alone, as Python's own OSError has them: Rust's text ends
+        // with " (os error N)", which errno already says.
+        let suffix = format!(" (os error {errno})");
+        let msg = msg.strip_suffix(&suffix).map_or(msg.clone(), str::to_owned);
         // OSError(errno, strerror, filename) picks the matching subclass itself.
         return PyOSError::new_err((errno, msg, path));
     }
