@@ -5,6 +5,7 @@ failure."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import subprocess
@@ -47,6 +48,7 @@ def work(tmp_path_factory) -> Path:
     )
     assert tfr.convert(str(d / "table.csv"), str(d / "converted"), progress=False).rows
     (d / "header-only.csv").write_text("split,image_uri,label\n")
+    (d / "gzip.parquet").write_bytes(gzip.compress(b"split,image_uri,label\n" * 20))
     return d
 
 
@@ -105,6 +107,7 @@ CASES = [
     (["demo", "--dir", "good.tfrecord"], FAILURE, "a file is there, not a directory"),
     (["head", "-n", "99999999999999999999", "good.tfrecord"], USAGE, "'-n': 99999999999999999999"),
     (["convert", "header-only.csv", "o2"], FAILURE, "header-only.csv holds no rows to convert"),
+    (["convert", "gzip.parquet", "o3"], FAILURE, "gzip.parquet is not a readable Parquet file"),
     (["reshard", "good.tfrecord", "-o", ""], FAILURE, "prefix '' names a directory"),
     (["reshard", "good.tfrecord", "-o", "here/"], FAILURE, "prefix 'here/' names a directory"),
     (["repair", "picture.png", "-o", "r.tfrecord"], FAILURE, "no intact record to salvage"),

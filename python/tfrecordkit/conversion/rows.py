@@ -25,6 +25,7 @@ from ..io.paths import (
     open_text,
     read_bytes,
     read_ranges,
+    remote_errors,
     write_file,
 )
 
@@ -116,10 +117,17 @@ def read_rows(
         import pyarrow.parquet as pq
 
         def parquet_file() -> Any:
-            if not is_url(path):
-                return pq.ParquetFile(path)
-            fs, inner = filesystem(path, storage_options=options)
-            return pq.ParquetFile(fs.open(inner, "rb"))
+            import pyarrow as pa
+
+            try:
+                if not is_url(path):
+                    return pq.ParquetFile(path)
+                fs, inner = filesystem(path, storage_options=options)
+                with remote_errors(path):
+                    return pq.ParquetFile(fs.open(inner, "rb"))
+            except pa.ArrowException as err:
+                # Arrow's words for what it found, and the file it found it in.
+                raise ValueError(f"{path} is not a readable Parquet file: {err}") from None
 
         def parquet_rows() -> Iterator[dict[str, Any]]:
             with parquet_file() as f:
