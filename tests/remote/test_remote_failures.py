@@ -159,6 +159,23 @@ def test_a_refused_http_connection_is_not_a_missing_object():
         _one_error_line(_cli(*args), "cannot connect", url)
 
 
+def test_a_server_that_takes_no_writes_says_so(range_server, tmp_path):
+    # fsspec's HTTP filesystem writes by PUT, which this server does not answer (501),
+    # and has no exclusive create at all: each is one line naming the user's URL.
+    local = tmp_path / "x.tfrecord"
+    with tfr.RecordWriter(str(local)) as w:
+        w.write_many([b"a", b"b"])
+    prefix = f"{range_server.url}/out/train"
+    with pytest.raises(OSError, match="cannot write a dataset here: the server does not allow"):
+        tfr.write_dataset([b"a", b"b"], prefix)
+    target = f"{range_server.url}/fixed.tfrecord"
+    with pytest.raises(OSError, match="the http:// filesystem cannot do this") as info:
+        tfr.repair(local, target)
+    assert info.value.errno == errno.EOPNOTSUPP and info.value.filename == target
+    _one_error_line(_cli("reshard", str(local), "-o", prefix), "does not allow", prefix)
+    _one_error_line(_cli("repair", str(local), "-o", target), "cannot do this", target)
+
+
 def test_a_busy_store_says_it_is_unavailable(range_server):
     url = f"{range_server.url}/busy/x.tfrecord"
     with pytest.raises(OSError, match="unavailable") as info:

@@ -295,6 +295,10 @@ def _claim(url_prefix: str, options: StorageOptions, overwrite: bool) -> None:
             "claim or pass overwrite=True)",
             url_prefix + CLAIM_SUFFIX,
         ) from None
+    except OSError as err:
+        # The claim is the first thing written: what stops it stops the dataset.
+        why = err.strerror or str(err)
+        raise type(err)(err.errno, f"cannot write a dataset here: {why}", url_prefix) from None
 
 
 def check_prefix(prefix: str) -> None:

@@ -350,6 +350,12 @@ def _remote_error(err: BaseException, url: str) -> OSError | None:
     filesystem reports every failure as missing, with the cause attached; s3fs turns some
     into ``OSError``s), so the whole chain of causes is read, and what it says most
     precisely wins over "missing"."""
+    if isinstance(err, NotImplementedError):
+        # What the filesystem has no way to do (fsspec's HTTP filesystem writes nothing).
+        scheme = url.split("://", 1)[0]
+        return OSError(
+            errno.EOPNOTSUPP, f"the {scheme}:// filesystem cannot do this ({_cause(err)})", url
+        )
     if not _from_a_dependency(err):
         return None
     if isinstance(err, OSError) and err.filename == url and err.errno:
@@ -375,6 +381,8 @@ def _remote_error(err: BaseException, url: str) -> OSError | None:
             return TimeoutError(errno.ETIMEDOUT, f"timed out ({_cause(e)})", url)
         if isinstance(e, ConnectionError) or "Connect" in name or "Disconnected" in name:
             return ConnectionError(errno.ECONNREFUSED, f"cannot connect ({_cause(e)})", url)
+        if status in (405, 501):
+            return OSError(errno.EOPNOTSUPP, f"the server does not allow this ({_cause(e)})", url)
         busy = getattr(e, "errno", None) == errno.EBUSY
         if busy or status in (429, 500, 502, 503, 504) or code in _BUSY:
             return OSError(errno.EBUSY, f"the store is unavailable ({_cause(e)})", url)
