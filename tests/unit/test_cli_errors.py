@@ -63,7 +63,7 @@ CASES = [
     (["count", "nothing-*.tfrecord"], FAILURE, "no files match the pattern: nothing-*"),
     (["count", "table.csv"], FAILURE, 'it starts with text: "split,image_uri,label"'),
     (["verify", "missing.tfrecord"], FAILURE, "missing.tfrecord"),
-    (["schema", "--sample", "0", "good.tfrecord"], USAGE, "0 is not in the range x>=1"),
+    (["schema", "--sample", "0", "good.tfrecord"], USAGE, "0 is not in the range 1<=x<="),
     (["schema", "picture.png"], FAILURE, "not a TFRecord file"),
     (
         ["index", "picture.png"],
@@ -121,6 +121,10 @@ CASES = [
     (["stats", "picture.png"], FAILURE, "not a TFRecord file (it starts with a PNG signature)"),
     (["stats", "good.tfrecord", "--baseline", "eval"], FAILURE, "baseline split 'eval'"),
     (["stats", "good.tfrecord", "--shift-threshold", "0"], USAGE, "0 is not in the range"),
+    (["stats", "good.tfrecord", "--shift-threshold", "nan"], USAGE, "nan is not a finite"),
+    (["schema", "--sample", "99999999999999999999", "good.tfrecord"], USAGE, "'--sample'"),
+    (["index", "/dev/null"], FAILURE, "/dev/null is not a regular file"),
+    (["count", "--compression", "gzip", "good.tfrecord"], FAILURE, "with --compression none"),
 ]
 
 

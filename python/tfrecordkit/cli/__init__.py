@@ -296,7 +296,11 @@ def _verify_total(reports: list[Any]) -> str:
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
-    "--sample", default=1000, show_default=True, type=click.IntRange(1), help="Examples to look at."
+    "--sample",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(1, 2**63 - 1),
+    help="Examples to look at.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the schema as JSON.")
 @COMPRESSION

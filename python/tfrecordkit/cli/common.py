@@ -3,6 +3,7 @@ and errors as one line."""
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -34,6 +35,7 @@ def message(err: BaseException) -> str:
     else:
         text = str(err)
     text = text.replace("pass overwrite=True", "pass --overwrite")
+    text = re.sub(r'read it with compression="(\w+)"', r"read it with --compression \1", text)
     return " ".join(text.split())
 
 

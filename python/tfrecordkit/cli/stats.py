@@ -12,6 +12,15 @@ from ..statistics import stats as compute
 from .common import COMPRESSION, fail, input_compression, storage_options
 
 
+def _finite(value: float, name: str) -> float:
+    """A float option's value, refused when NaN or infinite (FloatRange lets NaN by)."""
+    import math
+
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", param_hint=f"'{name}'")
+    return value
+
+
 def _check_report_path(html: str, inputs: list[str]) -> None:
     """Refuses an HTML report path that names one of the inputs (or matches a glob of
     them): the report would replace the data it describes."""
@@ -60,6 +69,7 @@ def _split_option(_: Any, __: Any, values: tuple[str, ...]) -> dict[str, list[st
     default=0.1,
     show_default=True,
     type=click.FloatRange(0, min_open=True),
+    callback=lambda _, __, v: _finite(v, "--shift-threshold"),
     help="Distance between splits past which a distribution counts as shifted.",
 )
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0), help="Top values.")

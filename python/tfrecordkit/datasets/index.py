@@ -165,6 +165,9 @@ def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions
     Compressed files are indexed when written
     (``RecordWriter(..., "gzip", seekable=True, index=True)``)."""
     path = os.fspath(path)
+    if not is_url(path) and os.path.exists(path) and not os.path.isfile(path):
+        # A device or a pipe has no place beside it for a sidecar, nor offsets to keep.
+        raise ValueError(f"{path} is not a regular file: only a file's records can be indexed")
     try:
         entries = _core.index_records(path, opener_for([path], storage_options))
     except TFRecordError as err:
