@@ -112,6 +112,7 @@ def test_bad_arguments(table, tmp_path):
         tfr.convert(table.csv, tmp_path / "x", roles={"split": "split", "label": "label"})
     with pytest.raises(ValueError, match="runner"):
         tfr.convert(table.csv, tmp_path / "x", runner="NoSuchRunner")
+    assert not (tmp_path / "x").exists()  # refused before anything was written
     with pytest.raises(ValueError, match='"gzip" or "zlib"'):
         tfr.convert(table.csv, tmp_path / "z", compression="bz2")
     assert not (tmp_path / "z").exists()

@@ -114,6 +114,10 @@ def _pipeline_options(runner: str, pipeline_options: dict[str, Any]) -> Pipeline
         lines = [line for line in said.getvalue().splitlines() if line.strip()]
         why = lines[-1].split("error: ", 1)[-1] if lines else "not valid"
         raise ValueError(f"pipeline options: {why}") from None
+    # An unknown runner is refused now, before anything is written for the job.
+    from apache_beam.runners.runner import create_runner
+
+    create_runner(runner)
     return options
 
 
