@@ -113,6 +113,10 @@ def test_bad_arguments(table, tmp_path):
     with pytest.raises(ValueError, match="runner"):
         tfr.convert(table.csv, tmp_path / "x", runner="NoSuchRunner")
     assert not (tmp_path / "x").exists()  # refused before anything was written
+    misspelt = {"temp_locaton": str(tmp_path / "beam")}
+    with pytest.raises(ValueError, match="Beam has no option temp_locaton"):
+        tfr.convert(table.csv, tmp_path / "x", runner="DirectRunner", pipeline_options=misspelt)
+    assert not (tmp_path / "x").exists()
     with pytest.raises(ValueError, match='"gzip" or "zlib"'):
         tfr.convert(table.csv, tmp_path / "z", compression="bz2")
     assert not (tmp_path / "z").exists()

@@ -114,6 +114,11 @@ def _pipeline_options(runner: str, pipeline_options: dict[str, Any]) -> Pipeline
         lines = [line for line in said.getvalue().splitlines() if line.strip()]
         why = lines[-1].split("error: ", 1)[-1] if lines else "not valid"
         raise ValueError(f"pipeline options: {why}") from None
+    # Beam itself drops an option it does not know, a misspelt one included.
+    known = options.get_all_options(retain_unknown_options=False)
+    unknown = sorted(set(options.get_all_options(retain_unknown_options=True)) - set(known))
+    if unknown:
+        raise ValueError(f"pipeline options: Beam has no option {', '.join(unknown)}")
     # An unknown runner is refused now, before anything is written for the job.
     from apache_beam.runners.runner import create_runner
 
