@@ -256,22 +256,12 @@ fn a_large_batch_parses_as_its_parts_do() {
     assert_eq!(whole[2].values.bytes_at(12_345), b"r12345");
 }
 
-#[test]
-fn sparse_and_ragged_features_are_laid_out_from_their_columns() {
-    use tfrecordkit_core::{Assembled, Assembly, PartitionSource, SparseValues};
-    let records = [
-        record(&[
-            ("i", Feature::Int64(vec![5, 2])),
-            ("v", Feature::Float(vec![0.5, 0.25])),
-            ("n", Feature::Int64(vec![1, 1])),
-        ]),
-        record(&[
-            ("i", Feature::Int64(vec![7])),
-            ("v", Feature::Float(vec![1.0])),
-            ("n", Feature::Int64(vec![0, 1])),
-        ]),
-    ];
-    let schema = Schema::new(vec![
+/// `i`, `v` and `n` read as `VarLen` columns, made into a `SparseFeature` `s` (indices
+/// `i`, values `v`), a `RaggedFeature` `r` (`v` split by the row lengths `n`) and, third,
+/// column `plain` as it is.
+fn sparse_and_ragged(plain: usize) -> Schema {
+    use tfrecordkit_core::{Assembly, PartitionSource};
+    Schema::new(vec![
         spec("i", DType::Int64, SpecKind::VarLen, None),
         spec("v", DType::Float32, SpecKind::VarLen, None),
         spec("n", DType::Int64, SpecKind::VarLen, None),
@@ -290,9 +280,27 @@ fn sparse_and_ragged_features_are_laid_out_from_their_columns() {
             value: 1,
             partitions: vec![PartitionSource::RowLengths(2)],
         },
-        Assembly::Column(2),
+        Assembly::Column(plain),
     ])
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn sparse_and_ragged_features_are_laid_out_from_their_columns() {
+    use tfrecordkit_core::{Assembled, Assembly, SparseValues};
+    let records = [
+        record(&[
+            ("i", Feature::Int64(vec![5, 2])),
+            ("v", Feature::Float(vec![0.5, 0.25])),
+            ("n", Feature::Int64(vec![1, 1])),
+        ]),
+        record(&[
+            ("i", Feature::Int64(vec![7])),
+            ("v", Feature::Float(vec![1.0])),
+            ("n", Feature::Int64(vec![0, 1])),
+        ]),
+    ];
+    let schema = sparse_and_ragged(2);
     let slices: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
     let columns = parse_examples(&schema, &slices).unwrap();
     let refs: Vec<Option<&Parsed>> = columns.iter().map(Some).collect();
@@ -512,7 +520,7 @@ fn only_fixed_len_and_var_len_features_without_a_default_can_be_nullable() {
 fn a_nullable_column_that_sparse_and_ragged_features_read_lays_them_out_as_ever() {
     // A feature read plainly, nullable, and also as the part of a composite one: the
     // composite takes a missing key as no entries, as it does without nulls.
-    use tfrecordkit_core::{Assembled, Assembly, PartitionSource};
+    use tfrecordkit_core::Assembled;
     let records = [
         record(&[
             ("i", Feature::Int64(vec![3, 1])),
@@ -521,30 +529,7 @@ fn a_nullable_column_that_sparse_and_ragged_features_read_lays_them_out_as_ever(
         ]),
         record(&[("v", Feature::Float(vec![]))]),
     ];
-    let schema = Schema::new(vec![
-        spec("i", DType::Int64, SpecKind::VarLen, None),
-        spec("v", DType::Float32, SpecKind::VarLen, None),
-        spec("n", DType::Int64, SpecKind::VarLen, None),
-    ])
-    .unwrap()
-    .with_assembly(vec![
-        Assembly::Column(0),
-        Assembly::Sparse {
-            key: "s".into(),
-            index: vec![("i".into(), 0)],
-            value: 1,
-            size: vec![10],
-            already_sorted: false,
-        },
-        Assembly::Ragged {
-            key: "r".into(),
-            value: 1,
-            partitions: vec![PartitionSource::RowLengths(2)],
-        },
-    ])
-    .unwrap()
-    .nullable(&["i", "n"])
-    .unwrap();
+    let schema = sparse_and_ragged(0).nullable(&["i", "n"]).unwrap();
     let columns = parse_examples(&schema, &records).unwrap();
     assert_eq!(columns[0].valid, Some(vec![true, false]));
     assert_eq!(columns[0].row_splits.as_deref(), Some(&[0, 2, 2][..]));
@@ -554,16 +539,16 @@ fn a_nullable_column_that_sparse_and_ragged_features_read_lays_them_out_as_ever(
         indices,
         row_splits,
         ..
-    } = &out[1]
+    } = &out[0]
     else {
-        panic!("not sparse: {:?}", out[1]);
+        panic!("not sparse: {:?}", out[0]);
     };
     assert_eq!(
         (indices.as_slice(), row_splits.as_slice()),
         (&[0, 1, 0, 3][..], &[0, 2, 2][..])
     );
-    let Assembled::Ragged { levels, .. } = &out[2] else {
-        panic!("not ragged: {:?}", out[2]);
+    let Assembled::Ragged { levels, .. } = &out[1] else {
+        panic!("not ragged: {:?}", out[1]);
     };
     assert_eq!(levels, &vec![vec![0, 2, 2], vec![0, 1, 2]]);
 }
