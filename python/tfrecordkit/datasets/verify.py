@@ -80,10 +80,9 @@ def repair(
     Damaged records are dropped, the reader resynchronizes past damaged headers and drops a
     torn tail; the returned report says what was kept and what was lost. A source that
     is not a TFRecord file at all (a PNG, a CSV) raises ``NotTFRecordError`` instead, and
-    nothing is written.
-    ``dst`` appears only once complete (written atomically); an existing ``dst`` is refused unless
-    ``overwrite=True``. Either may be a URL (a URL ``dst`` is written locally, then put
-    with no replace unless ``overwrite``).
+    nothing is written. ``dst`` appears only once complete (written atomically); an
+    existing ``dst`` is refused unless ``overwrite=True``. Either may be a URL (a URL
+    ``dst`` is written locally, then put with no replace unless ``overwrite``).
     """
     # file:// URLs are local paths.
     src, dst = (os.fspath(p).removeprefix("file://") for p in (src, dst))
