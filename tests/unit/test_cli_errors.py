@@ -5,6 +5,7 @@ failure."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -156,6 +157,41 @@ def test_output_cut_short_by_its_reader_ends_quietly(work, tmp_path):
             shown.stdout.close()
             assert shown.wait(timeout=120) == 1
             assert shown.stderr.read() == b""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="named pipes as Linux has them")
+def test_a_named_pipe_is_read_and_waiting_for_its_writer_can_be_stopped(work, tmp_path):
+    import signal
+    import time
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    script = Path(sys.executable).with_name("tfrecordkit")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "tfrecordkit.cli"]
+    stops = ((signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted"))
+    for sig, code, says in stops:
+        with subprocess.Popen(
+            [*command, "count", str(pipe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ) as waiting:
+            # Once the command waits in open() for a writer to the pipe, it is stopped.
+            for _ in range(600):
+                with contextlib.suppress(OSError):
+                    if Path(f"/proc/{waiting.pid}/wchan").read_text() == "wait_for_partner":
+                        break
+                time.sleep(0.1)
+            waiting.send_signal(sig)
+            out, err = waiting.communicate(timeout=60)
+        assert waiting.returncode == code, err
+        assert err.decode().strip() == f"error: {says}" and out == b""
+    # With a writer, the pipe is read as a file is.
+    with subprocess.Popen(
+        [*command, "count", str(pipe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as reading:
+        with open(pipe, "wb") as writer:
+            writer.write((work / "good.tfrecord").read_bytes())
+        out, err = reading.communicate(timeout=60)
+    assert reading.returncode == 0, err
+    assert out.decode().split() == ["4"]
 
 
 def test_every_subcommand_has_a_bad_input_case():

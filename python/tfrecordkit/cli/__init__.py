@@ -29,7 +29,7 @@ from ..datasets.verify import verify as verify_files
 from ..errors import ExampleDecodeError, TFRecordError
 from ..io.records import read_records
 from ..schema.example import decode_sequence_example, foreign
-from .common import COMPRESSION
+from .common import COMPRESSION, pipes_opened
 from .common import fail as _fail
 from .common import input_compression as _c
 from .common import message as _message
@@ -164,7 +164,7 @@ def _note(message: Warning | str, *_: Any, **__: Any) -> None:
 
 
 @main.command()
-@click.argument("file")
+@click.argument("file", callback=pipes_opened)
 @click.option(
     "-n",
     "num",
@@ -222,7 +222,7 @@ def head(file: str, num: int, as_json: bool, compression: str) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1, required=True, callback=pipes_opened)
 @click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
 @COMPRESSION
 def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
@@ -247,7 +247,7 @@ def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1, required=True, callback=pipes_opened)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report per file.")
 @COMPRESSION
 def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
@@ -294,7 +294,7 @@ def _verify_total(reports: list[Any]) -> str:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1, required=True, callback=pipes_opened)
 @click.option(
     "--sample",
     default=1000,
@@ -332,7 +332,7 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1, required=True, callback=pipes_opened)
 def index(paths: tuple[str, ...]) -> None:
     """Write a FILE.idx sidecar (offset length per record) for each uncompressed file."""
     from ..datasets.index import build_index
@@ -357,7 +357,7 @@ def index(paths: tuple[str, ...]) -> None:
 
 
 @main.command()
-@click.argument("src")
+@click.argument("src", callback=pipes_opened)
 @click.option("-o", "--output", required=True, help="Where to write the repaired file.")
 @click.option("--overwrite", is_flag=True, help="Replace the -o file if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -523,7 +523,7 @@ class _Sized:
 
 
 @main.command()
-@click.argument("inputs", nargs=-1, required=True)
+@click.argument("inputs", nargs=-1, required=True, callback=pipes_opened)
 @click.option("-o", "--output", required=True, help="Prefix of the new shards.")
 @click.option(
     "-n", "--num-shards", type=click.IntRange(1, MAX_SHARDS), help="Number of output shards."

@@ -18,6 +18,28 @@ COMPRESSION = click.option(
 )
 
 
+#: Read ends of the named pipes given as inputs, held until the command exits.
+_PIPES: list[int] = []
+
+
+def pipes_opened(_: Any, __: Any, value: Any) -> Any:
+    """A path argument's callback: waits here, where Ctrl-C and SIGTERM are heard, for a
+    writer to each named pipe among the paths, and holds a read end of it open, so that
+    the native reader's own open of it returns at once instead of blocking where no
+    signal reaches. The held end reads nothing: every byte goes to the reader."""
+    import os
+    import stat
+
+    for path in value if isinstance(value, tuple) else (value,):
+        try:
+            is_pipe = stat.S_ISFIFO(os.stat(path).st_mode)
+        except (OSError, ValueError):
+            continue  # not a local path, or nothing there: the command says so
+        if is_pipe:
+            _PIPES.append(os.open(path, os.O_RDONLY))
+    return value
+
+
 def input_compression(compression: str) -> str | None:
     """The ``compression`` argument for ``--compression``'s choice."""
     return None if compression == "none" else compression

@@ -9,7 +9,7 @@ import click
 from ..errors import TFRecordError
 from ..io.paths import exists, is_url
 from ..statistics import stats as compute
-from .common import COMPRESSION, fail, input_compression, storage_options
+from .common import COMPRESSION, fail, input_compression, pipes_opened, storage_options
 
 
 def _finite(value: float, name: str) -> float:
@@ -48,7 +48,7 @@ def _split_option(_: Any, __: Any, values: tuple[str, ...]) -> dict[str, list[st
 
 
 @click.command()
-@click.argument("paths", nargs=-1)
+@click.argument("paths", nargs=-1, callback=pipes_opened)
 @click.option(
     "--split",
     "splits",
