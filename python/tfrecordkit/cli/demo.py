@@ -38,8 +38,8 @@ def sample_columns(n: int, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def run(directory: str, n: int, echo: Callable[[str], None]) -> int:
-    """Writes, counts, verifies and parses a sample dataset; returns an exit code."""
-    os.makedirs(directory, exist_ok=True)
+    """Writes, counts, verifies and parses a sample dataset into ``directory`` (which
+    exists: the command makes it); returns an exit code."""
     cols = sample_columns(n)
     rows = [
         {k: cols[k][i] for k in ("feature0", "feature1", "feature2", "feature3")} for i in range(n)

@@ -7,8 +7,8 @@ import os
 import tempfile
 from collections.abc import Callable
 
-from .. import _core, errors
-from ..errors import DataLossError, TFRecordError
+from .. import _core
+from ..errors import DataLossError, NotTFRecordError, TFRecordError
 from ..io.paths import (
     Paths,
     StorageOptions,
@@ -124,13 +124,10 @@ def repair(
     return report
 
 
-def _nothing_salvaged(src: str, first: Damage) -> DataLossError:
-    """The error for a source that is not a TFRecord file at all: the first damage's, and
-    no empty file written."""
-    kind = getattr(errors, first.error, None)
-    if not (isinstance(kind, type) and issubclass(kind, DataLossError)):
-        kind = DataLossError
-    return kind(
+def _nothing_salvaged(src: str, first: Damage) -> NotTFRecordError:
+    """The error for a source that is not a TFRecord file at all (``report.foreign``):
+    its first damage, and no empty file written."""
+    return NotTFRecordError(
         f"no intact record to salvage, nothing written: {first.message}",
         src,
         first.offset,
