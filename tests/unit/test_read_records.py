@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
+import sys
 
 import pytest
 import tfrecordkit as tfr
@@ -216,3 +218,30 @@ def test_write_many_stops_at_a_bad_item(tmp_path):
 def test_empty_list_of_paths_reads_nothing():
     assert list(tfr.read_records([])) == []
     assert tfr.count([]) == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="named pipes as Linux has them")
+@pytest.mark.parametrize(
+    "call", ["tfr.count(pipe)", "list(tfr.read_records(pipe))", "tfr.verify(pipe)"]
+)
+def test_ctrl_c_stops_waiting_for_a_named_pipes_writer(tmp_path, call):
+    import signal
+    import subprocess
+    import time
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    code = f"import tfrecordkit as tfr\npipe = {str(pipe)!r}\n{call}"
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as waiting:
+        # Once the reader waits in poll() for a writer to the pipe, it is interrupted.
+        for _ in range(600):
+            with contextlib.suppress(OSError):
+                if "poll" in pathlib.Path(f"/proc/{waiting.pid}/wchan").read_text():
+                    break
+            time.sleep(0.1)
+        waiting.send_signal(signal.SIGINT)
+        _, err = waiting.communicate(timeout=60)
+    assert waiting.returncode != 0
+    assert err.decode().rstrip().splitlines()[-1] == "KeyboardInterrupt"

@@ -38,7 +38,7 @@ impl FileRecordReader {
 }
 
 fn open_file(path: &str, opts: &ReadOptions) -> Result<(File, Option<u64>)> {
-    let file = File::open(path).map_err(|e| Error::io(e, Some(path)))?;
+    let file = open_local(path).map_err(|e| Error::io(e, Some(path)))?;
     let meta = file.metadata().map_err(|e| Error::io(e, Some(path)))?;
     if meta.is_dir() {
         return Err(Error::io(
@@ -48,6 +48,46 @@ fn open_file(path: &str, opts: &ReadOptions) -> Result<(File, Option<u64>)> {
     }
     let size = (meta.is_file() && !opts.follow).then_some(meta.len());
     Ok((file, size))
+}
+
+/// Opens `path` to read. A named pipe is opened without waiting for its writer and then
+/// waited on, until its first bytes come or its writer closes it, in `poll`: a signal ends
+/// that wait with `Interrupted`, where a blocking `open` of a pipe is restarted past it
+/// (Ctrl-C would not stop a reader whose pipe has no writer yet).
+#[cfg(target_os = "linux")]
+fn open_local(path: &str) -> io::Result<File> {
+    use std::fs::OpenOptions;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let fd = file.as_raw_fd();
+    if file.metadata()?.file_type().is_fifo() {
+        let mut wait = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `wait` is one valid pollfd for the duration of the call.
+        if unsafe { libc::poll(&mut wait, 1, -1) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    // Reads block as a plain open's would.
+    // SAFETY: `fd` is open and owned by `file`; F_GETFL and F_SETFL take no pointers.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_local(path: &str) -> io::Result<File> {
+    File::open(path)
 }
 
 /// The options that read `span` of `path`: uncompressed, and only within the file.
@@ -77,4 +117,96 @@ pub(crate) fn span_options(
         compression: Some(Compression::None),
         ..*opts
     })
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+    use std::fs::OpenOptions;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn named_pipe(dir: &Path) -> String {
+        let pipe = dir.join("pipe").to_str().unwrap().to_owned();
+        let c = CString::new(pipe.as_str()).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        pipe
+    }
+
+    /// Runs `open` on a thread of its own: a reader that blocks fails the test, not the run.
+    fn open_within<T: Send + 'static>(open: impl FnOnce() -> T + Send + 'static) -> T {
+        let (done, result) = mpsc::channel();
+        std::thread::spawn(move || done.send(open()));
+        result
+            .recv_timeout(Duration::from_secs(20))
+            .expect("open blocked")
+    }
+
+    #[test]
+    fn a_pipe_whose_writer_has_gone_is_read_from_what_it_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = named_pipe(dir.path());
+        // One read end held open (as the command line holds one) keeps the written bytes
+        // after the writer closes; the reader's own open comes after that close.
+        let held = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&pipe)
+            .unwrap();
+        let mut framed = Vec::new();
+        for data in [&b"one"[..], b"two"] {
+            crate::writer::frame_record(data, &mut framed);
+        }
+        OpenOptions::new()
+            .write(true)
+            .open(&pipe)
+            .unwrap()
+            .write_all(&framed)
+            .unwrap();
+        let records = open_within(move || {
+            let mut reader = FileRecordReader::open(&pipe, &ReadOptions::default()).unwrap();
+            let mut records = Vec::new();
+            while let Some(record) = reader.next_record().unwrap() {
+                records.push(record.to_vec());
+            }
+            records
+        });
+        assert_eq!(records, [b"one".to_vec(), b"two".to_vec()]);
+        drop(held);
+    }
+
+    #[test]
+    fn waiting_for_a_pipes_writer_ends_at_a_signal() {
+        extern "C" fn heard(_: libc::c_int) {}
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = named_pipe(dir.path());
+        // SAFETY: a handler that does nothing, installed without SA_RESTART as Python's are.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = heard as extern "C" fn(libc::c_int) as usize;
+            assert_eq!(
+                libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
+                0
+            );
+        }
+        let (started, thread) = mpsc::channel();
+        let waiting = std::thread::spawn(move || {
+            // SAFETY: pthread_self has no preconditions.
+            started.send(unsafe { libc::pthread_self() }).unwrap();
+            FileRecordReader::open(&pipe, &ReadOptions::default()).err()
+        });
+        let thread = thread.recv().unwrap();
+        while !waiting.is_finished() {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: the thread runs until it is joined below.
+            unsafe { libc::pthread_kill(thread, libc::SIGUSR1) };
+        }
+        let err = waiting.join().unwrap().expect("no writer came");
+        assert_eq!(err.raw_os_error(), Some(libc::EINTR), "{err}");
+        assert!(err.path.as_deref().unwrap().ends_with("pipe"));
+    }
 }

@@ -26,6 +26,8 @@ const NAMES: [&str; 8] = [
 
 /// The position of `InternalError` in `NAMES`.
 const INTERNAL: usize = 7;
+/// The errno of a system call that a signal ended (the same on every platform Python runs).
+const EINTR: i32 = 4;
 
 fn class_index(kind: ErrorKind) -> usize {
     match kind {
@@ -87,6 +89,12 @@ fn os_error(err: &Error) -> PyErr {
 
 /// Converts a core error into the Python exception users catch.
 pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
+    if err.raw_os_error() == Some(EINTR) {
+        // A wait that a signal ended: its handler's exception (KeyboardInterrupt) is the error.
+        if let Err(raised) = py.check_signals() {
+            return raised;
+        }
+    }
     match err.kind {
         ErrorKind::Io => return os_error(&err),
         ErrorKind::InvalidArgument => return PyValueError::new_err(err.message),

@@ -24,9 +24,10 @@ _PIPES: list[int] = []
 
 def pipes_opened(_: Any, __: Any, value: Any) -> Any:
     """A path argument's callback: waits here, where Ctrl-C and SIGTERM are heard, for a
-    writer to each named pipe among the paths, and holds a read end of it open, so that
-    the native reader's own open of it returns at once instead of blocking where no
-    signal reaches. The held end reads nothing: every byte goes to the reader."""
+    writer to each named pipe among the paths, and holds a read end of it open until the
+    command exits. The native reader, on whichever thread opens the pipe, then finds its
+    writer there, or the bytes it left if it has already closed the pipe. The held end
+    reads nothing: every byte goes to the reader."""
     import os
     import stat
 
