@@ -222,7 +222,15 @@ def test_empty_list_of_paths_reads_nothing():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="named pipes as Linux has them")
 @pytest.mark.parametrize(
-    "call", ["tfr.count(pipe)", "list(tfr.read_records(pipe))", "tfr.verify(pipe)"]
+    "call",
+    [
+        "tfr.count(pipe)",
+        "list(tfr.read_records(pipe))",
+        "tfr.verify(pipe)",
+        "list(tfr.read_examples(pipe, {'x': tfr.FixedLen((), 'int64')}, 4))",
+        "list(tfr.Dataset.from_files([pipe]).shuffle(8).batch(2))",
+        "list(tfr.Dataset.list_files(pipe).interleave(cycle_length=2).batch(2))",
+    ],
 )
 def test_ctrl_c_stops_waiting_for_a_named_pipes_writer(tmp_path, call):
     import signal
@@ -235,10 +243,12 @@ def test_ctrl_c_stops_waiting_for_a_named_pipes_writer(tmp_path, call):
     with subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     ) as waiting:
-        # Once the reader waits in poll() for a writer to the pipe, it is interrupted.
+        # Once a thread waits in poll() for a writer to the pipe, the call is interrupted,
+        # and ends (its reading threads with it).
+        tasks = pathlib.Path(f"/proc/{waiting.pid}/task")
         for _ in range(600):
             with contextlib.suppress(OSError):
-                if "poll" in pathlib.Path(f"/proc/{waiting.pid}/wchan").read_text():
+                if any("poll" in (t / "wchan").read_text() for t in tasks.iterdir()):
                     break
             time.sleep(0.1)
         waiting.send_signal(signal.SIGINT)

@@ -41,6 +41,14 @@ pub struct BatchesAhead<W: Send + 'static = ()> {
     done: Option<W>,
     /// Set while the consumer waits for the next run.
     waiting: Arc<AtomicBool>,
+    /// Set when this is dropped: ends the reading thread's waits (for a pipe's writer).
+    stop: Arc<AtomicBool>,
+}
+
+impl<W: Send + 'static> Drop for BatchesAhead<W> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 /// A batch as the reading thread left it, with what locates its records.
@@ -133,12 +141,15 @@ impl<W: Send + 'static> BatchesAhead<W> {
         let paths = reader.paths().to_vec();
         let waiting = Arc::new(AtomicBool::new(false));
         let consumer_waits = Arc::clone(&waiting);
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader_stop = Arc::clone(&stop);
         let (tx, batches) = bounded::<Vec<Ahead<W>>>(1);
         // Room for the buffers of a whole run of small batches to come back.
         let (spent, reuse) = bounded::<RecordBatch>(2 + RUN_RECORDS / max_records.max(1));
         let spawned = thread::Builder::new()
             .name("tfrecordkit-batches".into())
             .spawn(move || {
+                crate::cancel::stop_on(&reader_stop);
                 let mut run: Vec<Ahead<W>> = Vec::new();
                 let (mut records, mut bytes) = (0, 0);
                 let mut run_started = std::time::Instant::now();
@@ -243,6 +254,7 @@ impl<W: Send + 'static> BatchesAhead<W> {
             handed_back: None,
             done: None,
             waiting: consumer_waits,
+            stop,
         }
     }
 
@@ -264,7 +276,8 @@ impl<W: Send + 'static> BatchesAhead<W> {
     }
 
     /// Replaces `out` with the next batch, as [`MultiFileReader::read_batch`] fills it:
-    /// empty at the end, and an error in place of a batch.
+    /// empty at the end, and an error in place of a batch. A wait given up (see
+    /// [`crate::cancel`]) is an error too, and the next call waits again.
     pub fn next_batch(&mut self, out: &mut RecordBatch) -> Result<()> {
         if std::process::id() != self.owner {
             // Waiting would be forever: the reading thread stayed in the parent.
@@ -285,11 +298,11 @@ impl<W: Send + 'static> BatchesAhead<W> {
         }
         if self.run.is_empty() {
             self.waiting.store(true, Ordering::Relaxed);
-            let got = self.batches.recv();
+            let got = crate::cancel::recv(&self.batches);
             self.waiting.store(false, Ordering::Relaxed);
-            match got {
-                Ok(run) => self.run.extend(run),
-                Err(_) => {
+            match got? {
+                Some(run) => self.run.extend(run),
+                None => {
                     self.ended = true;
                     return Ok(());
                 }

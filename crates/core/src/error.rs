@@ -117,6 +117,14 @@ impl Error {
         e
     }
 
+    /// A wait given up (see [`crate::cancel`]): an I/O error of kind `Interrupted`.
+    pub fn interrupted() -> Self {
+        Self::io(
+            io::Error::new(io::ErrorKind::Interrupted, "interrupted"),
+            None,
+        )
+    }
+
     pub fn with_path(mut self, path: &str) -> Self {
         if self.path.is_none() {
             self.path = Some(path.to_owned());

@@ -4,6 +4,7 @@
 pub mod ahead;
 pub mod assemble;
 pub mod batch;
+pub mod cancel;
 pub mod column;
 pub mod columns;
 pub mod composite;

@@ -51,9 +51,9 @@ fn open_file(path: &str, opts: &ReadOptions) -> Result<(File, Option<u64>)> {
 }
 
 /// Opens `path` to read. A named pipe is opened without waiting for its writer and then
-/// waited on, until its first bytes come or its writer closes it, in `poll`: a signal ends
-/// that wait with `Interrupted`, where a blocking `open` of a pipe is restarted past it
-/// (Ctrl-C would not stop a reader whose pipe has no writer yet).
+/// waited on, until its first bytes come or its writer closes it, in `poll`, which wakes
+/// to ask whether to give up (see [`crate::cancel`]): a blocking `open` of a pipe would
+/// wait past Ctrl-C for a writer that may never come.
 #[cfg(target_os = "linux")]
 fn open_local(path: &str) -> io::Result<File> {
     use std::fs::OpenOptions;
@@ -71,9 +71,20 @@ fn open_local(path: &str) -> io::Result<File> {
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: `wait` is one valid pollfd for the duration of the call.
-        if unsafe { libc::poll(&mut wait, 1, -1) } < 0 {
-            return Err(io::Error::last_os_error());
+        let tick = crate::cancel::TICK.as_millis() as libc::c_int;
+        loop {
+            // SAFETY: `wait` is one valid pollfd for the duration of the call.
+            let ready = unsafe { libc::poll(&mut wait, 1, tick) };
+            if ready > 0 {
+                break;
+            }
+            let err = io::Error::last_os_error();
+            if ready < 0 && err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+            if crate::cancel::interrupted() {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+            }
         }
     }
     // Reads block as a plain open's would.
@@ -126,7 +137,8 @@ mod tests {
     use std::fs::OpenOptions;
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    use std::sync::mpsc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
     use std::time::Duration;
 
     fn named_pipe(dir: &Path) -> String {
@@ -180,33 +192,23 @@ mod tests {
     }
 
     #[test]
-    fn waiting_for_a_pipes_writer_ends_at_a_signal() {
-        extern "C" fn heard(_: libc::c_int) {}
+    fn waiting_for_a_pipes_writer_ends_when_the_work_is_stopped() {
         let dir = tempfile::tempdir().unwrap();
         let pipe = named_pipe(dir.path());
-        // SAFETY: a handler that does nothing, installed without SA_RESTART as Python's are.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = heard as extern "C" fn(libc::c_int) as usize;
-            assert_eq!(
-                libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
-                0
-            );
-        }
-        let (started, thread) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
         let waiting = std::thread::spawn(move || {
-            // SAFETY: pthread_self has no preconditions.
-            started.send(unsafe { libc::pthread_self() }).unwrap();
+            crate::cancel::stop_on(&flag);
             FileRecordReader::open(&pipe, &ReadOptions::default()).err()
         });
-        let thread = thread.recv().unwrap();
-        while !waiting.is_finished() {
-            std::thread::sleep(Duration::from_millis(50));
-            // SAFETY: the thread runs until it is joined below.
-            unsafe { libc::pthread_kill(thread, libc::SIGUSR1) };
-        }
-        let err = waiting.join().unwrap().expect("no writer came");
-        assert_eq!(err.raw_os_error(), Some(libc::EINTR), "{err}");
+        std::thread::sleep(crate::cancel::TICK);
+        assert!(
+            !waiting.is_finished(),
+            "no writer came, and the wait goes on"
+        );
+        stop.store(true, Ordering::Relaxed);
+        let err = open_within(move || waiting.join().unwrap()).expect("no writer came");
+        assert_eq!(err.io_kind(), Some(io::ErrorKind::Interrupted), "{err}");
         assert!(err.path.as_deref().unwrap().ends_with("pipe"));
     }
 }

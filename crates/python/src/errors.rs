@@ -8,6 +8,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyType};
 use std::io;
+use std::sync::{Mutex, OnceLock};
+use std::thread::ThreadId;
 use tfrecordkit_core::{Error, ErrorKind};
 
 /// The classes of `tfrecordkit.errors` that core errors become, in the order of `NAMES`.
@@ -26,8 +28,26 @@ const NAMES: [&str; 8] = [
 
 /// The position of `InternalError` in `NAMES`.
 const INTERNAL: usize = 7;
-/// The errno of a system call that a signal ended (the same on every platform Python runs).
-const EINTR: i32 = 4;
+/// Python's main thread, the one its signal handlers run on.
+static MAIN_THREAD: OnceLock<ThreadId> = OnceLock::new();
+/// What a signal handler raised during a wait in the core, for the call that waited.
+static RAISED: Mutex<Option<PyErr>> = Mutex::new(None);
+
+/// The core's check during its waits (see `tfrecordkit_core::cancel`): on Python's main
+/// thread, runs the signal handlers that are due; one that raises (Ctrl-C's
+/// `KeyboardInterrupt`) ends the wait, and its exception is the call's error.
+fn signal_check() -> bool {
+    if MAIN_THREAD.get() != Some(&std::thread::current().id()) {
+        return false;
+    }
+    Python::attach(|py| match py.check_signals() {
+        Ok(()) => false,
+        Err(raised) => {
+            *RAISED.lock().unwrap_or_else(|e| e.into_inner()) = Some(raised);
+            true
+        }
+    })
+}
 
 fn class_index(kind: ErrorKind) -> usize {
     match kind {
@@ -52,6 +72,12 @@ pub fn init(py: Python<'_>) -> PyResult<()> {
         .map(|name| Ok(module.getattr(*name)?.cast_into::<PyType>()?.unbind()))
         .collect::<PyResult<Vec<_>>>()?;
     let _ = CLASSES.set(py, classes);
+    let threading = py.import("threading")?;
+    let current = threading.call_method0("current_thread")?;
+    if current.is(&threading.call_method0("main_thread")?) {
+        let _ = MAIN_THREAD.set(std::thread::current().id());
+        tfrecordkit_core::cancel::set_host_check(signal_check);
+    }
     Ok(())
 }
 
@@ -89,9 +115,10 @@ fn os_error(err: &Error) -> PyErr {
 
 /// Converts a core error into the Python exception users catch.
 pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
-    if err.raw_os_error() == Some(EINTR) {
-        // A wait that a signal ended: its handler's exception (KeyboardInterrupt) is the error.
-        if let Err(raised) = py.check_signals() {
+    if err.io_kind() == Some(io::ErrorKind::Interrupted) {
+        // A wait that a signal ended: its handler's exception is the error.
+        let raised = RAISED.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(raised) = raised.or_else(|| py.check_signals().err()) {
             return raised;
         }
     }

@@ -134,6 +134,7 @@ impl Pipeline {
         let stop = Arc::new(AtomicBool::new(false));
         let producer_stop = Arc::clone(&stop);
         let producer = spawn("tfr-pipeline", move || {
+            crate::cancel::stop_on(&producer_stop);
             let run = Error::catch("the pipeline thread", || {
                 produce(
                     &producer_plan,
@@ -194,7 +195,8 @@ impl Pipeline {
         item
     }
 
-    /// The next unit as the workers made it.
+    /// The next unit as the workers made it; a wait given up (see [`crate::cancel`]) is
+    /// an error in its place.
     fn next_unit(&mut self) -> Option<Item> {
         loop {
             if let Some(item) = self.ready.pop_front() {
@@ -203,17 +205,22 @@ impl Pipeline {
             if self.done {
                 return None;
             }
-            match self.output.recv() {
-                Ok(Unit::Ready(items)) => self.ready.extend(items),
-                Ok(Unit::Pending(reply)) => match reply.recv() {
-                    Ok(items) => self.ready.extend(items),
-                    Err(_) => self.done = true,
+            let unit = match crate::cancel::recv(&self.output) {
+                Ok(unit) => unit,
+                Err(e) => return Some(Err(e)),
+            };
+            match unit {
+                Some(Unit::Ready(items)) => self.ready.extend(items),
+                Some(Unit::Pending(reply)) => match crate::cancel::recv(&reply) {
+                    Ok(Some(items)) => self.ready.extend(items),
+                    Ok(None) => self.done = true,
+                    Err(e) => return Some(Err(e)),
                 },
-                Ok(Unit::Unparsed(batch, origins)) => {
+                Some(Unit::Unparsed(batch, origins)) => {
                     let items = parse_unit(&self.plan, &self.files, &self.pool, batch, &origins);
                     self.ready.extend(items);
                 }
-                Err(_) => self.done = true,
+                None => self.done = true,
             }
         }
     }

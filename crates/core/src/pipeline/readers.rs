@@ -240,6 +240,7 @@ impl Slot {
         let files = Arc::clone(files);
         let stop = Arc::clone(stop);
         spawn("tfr-read", move || {
+            crate::cancel::stop_on(&stop);
             match Error::catch("a read thread", || files.read_into(file, &tx, &stop)) {
                 Ok(true) => {
                     let _ = tx.send(Msg::End);
@@ -356,10 +357,10 @@ impl Stream for Interleave {
                     let slot = self.slots[ci].as_mut().expect("the slot just read");
                     return Ok(Some(lend(&mut slot.chunk, held)));
                 }
-                match slot.rx.recv() {
-                    Ok(Msg::Chunk(c)) => slot.chunk = Some((c, 0)),
-                    Ok(Msg::Error(e)) => return Err(e),
-                    Ok(Msg::End) | Err(_) => {
+                match crate::cancel::recv(&slot.rx)? {
+                    Some(Msg::Chunk(c)) => slot.chunk = Some((c, 0)),
+                    Some(Msg::Error(e)) => return Err(e),
+                    Some(Msg::End) | None => {
                         self.slots[ci] = None;
                         self.open -= 1;
                         self.advance();
@@ -409,6 +410,7 @@ impl Sloppy {
                 Arc::clone(&stop),
             );
             spawn("tfr-read", move || {
+                crate::cancel::stop_on(&stop);
                 let run = Error::catch("a read thread", || {
                     loop {
                         let next = order.lock().map(|mut o| o.next()).unwrap_or(None);
@@ -452,11 +454,11 @@ impl Stream for Sloppy {
             if self.running == 0 {
                 return Ok(None);
             }
-            match self.rx.recv() {
-                Ok(Msg::Chunk(c)) => self.chunk = Some((c, 0)),
-                Ok(Msg::Error(e)) => return Err(e),
-                Ok(Msg::End) => self.running -= 1,
-                Err(_) => self.running = 0,
+            match crate::cancel::recv(&self.rx)? {
+                Some(Msg::Chunk(c)) => self.chunk = Some((c, 0)),
+                Some(Msg::Error(e)) => return Err(e),
+                Some(Msg::End) => self.running -= 1,
+                None => self.running = 0,
             }
         }
     }

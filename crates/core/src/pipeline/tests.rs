@@ -347,3 +347,27 @@ fn unit_records(out: Vec<Out>) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn closing_a_pipeline_ends_its_readers_wait_for_a_pipes_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("pipe");
+    let c = std::ffi::CString::new(pipe.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    for deterministic in [true, false] {
+        let mut p = plan(vec![pipe.to_str().unwrap().to_owned()]);
+        p.deterministic = deterministic;
+        let (done, closed) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut pipeline = Pipeline::start(p, None).unwrap();
+            // Its reader waits for a writer that never comes.
+            std::thread::sleep(crate::cancel::TICK * 2);
+            pipeline.close();
+            done.send(pipeline.next_item().is_none()).unwrap();
+        });
+        let ended = closed.recv_timeout(std::time::Duration::from_secs(20));
+        assert_eq!(ended, Ok(true), "deterministic={deterministic}");
+    }
+}
