@@ -132,11 +132,18 @@ def test_index_on_a_compressed_file_says_what_to_do(tmp_path):
     path = tmp_path / "x.tfrecord.gz"
     with tfr.RecordWriter(path, "gzip") as w:
         w.write(tfr.encode_example({"a": 1}))
-    with pytest.raises(ValueError, match="GZIP-compressed: build_index indexes uncompressed"):
+    with pytest.raises(ValueError, match="GZIP-compressed: only uncompressed files are indexed"):
         tfr.build_index(path)
     done = tfrecordkit("index", str(path))
-    assert done.returncode == 1 and "seekable=True, index=True" in done.stderr
-    assert 'compression="gzip"' not in done.stderr
+    assert done.returncode == 1 and "(tfrecordkit reshard, or tfr.write_dataset(" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    # The copy it suggests is indexed.
+    copy = tfrecordkit("reshard", str(path), "-o", str(tmp_path / "copy"))
+    assert copy.returncode == 0, copy.stderr
+    assert tfr.count(str(tmp_path / "copy-00000-of-00001.tfrecord")) == 1
+    assert (tmp_path / "copy-00000-of-00001.tfrecord.idx").exists()
+    tfr.write_dataset(tfr.read_records(path), str(tmp_path / "api"))
+    assert (tmp_path / "api-00000-of-00001.tfrecord.idx").exists()
 
 
 def test_convert_names_a_source_that_is_not_a_table_and_look_alike_labels(tmp_path):

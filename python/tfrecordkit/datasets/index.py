@@ -162,8 +162,9 @@ def positions(indices: Iterable[int], n: int) -> np.ndarray:
 def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions = None) -> str:
     """Writes ``{path}.idx`` for an uncompressed TFRecord file (checking every record);
     returns the sidecar's path. A URL is streamed once and its index uploaded beside it.
-    Compressed files are indexed when written
-    (``RecordWriter(..., "gzip", seekable=True, index=True)``)."""
+    A compressed file is not: it gets its index as it is written
+    (``RecordWriter(..., "gzip", seekable=True, index=True)``), or an uncompressed copy
+    (``write_dataset(read_records(path), prefix)``) gets index sidecars."""
     path = os.fspath(path)
     if not is_url(path) and os.path.exists(path) and not os.path.isfile(path):
         # A device or a pipe has no place beside it for a sidecar, nor offsets to keep.
@@ -175,9 +176,11 @@ def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions
         if compressed is None:
             raise
         raise ValueError(
-            f"{path} looks {compressed.group(1)}-compressed: build_index indexes uncompressed "
-            "files; a compressed file gets its index when written, with "
-            "RecordWriter(path, compression, seekable=True, index=True)"
+            f"{path} looks {compressed.group(1)}-compressed: only uncompressed files are "
+            "indexed after the fact; an uncompressed copy (tfrecordkit reshard, or "
+            "tfr.write_dataset(tfr.read_records(path), prefix)) gets index sidecars, and a "
+            "gzip file gets its index as it is "
+            'written with RecordWriter(path, "gzip", seekable=True, index=True)'
         ) from err
     target = path + ".idx"
     write_file(
