@@ -333,6 +333,77 @@ fn work_is_done_ahead_while_the_consumer_is_busy_and_matches_its_batch() {
     assert!(got == recs);
 }
 
+/// Work whose drop says on which thread it happened.
+struct Freed {
+    sum: u64,
+    threads: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
+}
+
+impl Drop for Freed {
+    fn drop(&mut self) {
+        let name = std::thread::current().name().map(str::to_owned);
+        self.threads.lock().unwrap().push(name);
+    }
+}
+
+#[test]
+fn work_copied_by_the_consumer_is_freed_on_the_reading_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs = records(40_000, 5);
+    let a = write_file(dir.path(), "a", &recs);
+    let threads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sum = |batch: &RecordBatch| -> u64 { batch.iter().flatten().map(|&b| u64::from(b)).sum() };
+    let made = std::sync::Arc::clone(&threads);
+    let work: tfrecordkit_core::Work<Freed> = Box::new(move |batch| Freed {
+        sum: sum(batch),
+        threads: std::sync::Arc::clone(&made),
+    });
+    // Batches of 256 go in runs of four.
+    let reader = MultiFileReader::new(vec![a], ReadOptions::default(), None);
+    let mut ahead = BatchesAhead::with_work(reader, (256, usize::MAX), usize::MAX, Some(work));
+    let (mut batch, mut copies, mut kept) = (RecordBatch::default(), 0, 0);
+    loop {
+        ahead.next_batch(&mut batch).unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        // Every other batch's work is copied here; the rest is taken as it is.
+        let copy = copies <= kept;
+        let done = ahead.take_done_copied(|w| {
+            copy.then(|| Freed {
+                sum: w.sum,
+                threads: std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
+            })
+        });
+        if let Some(done) = done {
+            assert_eq!(done.sum, sum(&batch), "the work of this very batch");
+            if copy {
+                copies += 1;
+            } else {
+                kept += 1;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+    drop(ahead);
+    assert!(copies >= 30 && kept >= 30, "{copies} copied, {kept} kept");
+    let freed = threads.lock().unwrap().clone();
+    let there = freed
+        .iter()
+        .filter(|n| n.as_deref() == Some("tfrecordkit-batches"))
+        .count();
+    // The original of a copy goes back, and is freed there before the next read; those
+    // of the last two runs, copied once reading has ended, are freed with the reader.
+    assert!(
+        there + 8 >= copies,
+        "{there} of {copies} freed on the reading thread"
+    );
+    assert!(
+        there <= copies,
+        "work taken as it is is freed where it is dropped"
+    );
+}
+
 #[test]
 fn batches_read_while_the_consumer_is_busy_come_as_they_would_one_by_one() {
     // A slow consumer: the reading thread hands small batches over in runs.

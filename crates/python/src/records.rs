@@ -113,6 +113,10 @@ type Schemas = (Arc<Schema>, Option<Arc<ListSchema>>);
 /// lists.
 type ParsedBatch = (Vec<Parsed>, Vec<Assembled>, Option<Vec<LaidList>>);
 
+/// The most bytes of records whose parsed batch the consumer copies, rather than free
+/// what the reading thread allocated (see [`ParsedAhead::copied_if_small`]).
+const COPIED_MAX: usize = 256 << 10;
+
 /// A batch parsed on the reading thread, with the schemas it was parsed with.
 struct ParsedAhead {
     schemas: Schemas,
@@ -120,6 +124,20 @@ struct ParsedAhead {
 }
 
 impl ParsedAhead {
+    /// A copy of a batch of Examples smaller than a run of them and of at most
+    /// [`COPIED_MAX`] bytes, made on this thread (see [`BatchesAhead::take_done_copied`]);
+    /// `None` for others, whose copy would cost more than it saves.
+    fn copied_if_small(&self, batch: &RecordBatch) -> Option<ParsedAhead> {
+        let Ok((parsed, assembled, None)) = &self.parsed else {
+            return None;
+        };
+        let small = batch.len() < tfrecordkit_core::ahead::RUN_RECORDS;
+        (small && batch.bytes() <= COPIED_MAX).then(|| ParsedAhead {
+            schemas: self.schemas.clone(),
+            parsed: Ok((parsed.clone(), assembled.clone(), None)),
+        })
+    }
+
     /// Whether the batch was parsed with these very schemas.
     fn parsed_with(&self, (schema, lists): &Schemas) -> bool {
         let same_lists = match (&self.schemas.1, lists) {
@@ -464,8 +482,9 @@ impl RecordReader {
                 return Ok(None);
             }
             // Parsed on the reading thread if it had the time, with these very schemas.
+            let batch = &self.batch;
             let ahead = match &mut self.inner {
-                Reading::Ahead(ahead) => ahead.take_done(),
+                Reading::Ahead(ahead) => ahead.take_done_copied(|a| a.copied_if_small(batch)),
                 _ => None,
             };
             let ahead = ahead.filter(|a| a.parsed_with(&schemas));
