@@ -2161,7 +2161,7 @@ def write_doc(
         "own glibc arena while it went on allocating there, and nine in ten of the caller's",
         "sleeps (0.4 per batch) were waits for that arena's lock. The caller now copies a",
         "small batch parsed ahead and sends the original back to be freed where it was",
-        "allocated: the row went from 0.45x to 0.62x, both in one run. Built with mimalloc",
+        "allocated: the row went from 0.45x to 0.62x in back-to-back runs. Built with mimalloc",
         "instead, whose frees from another thread take no lock, it ran at 0.64x, but",
         "`read_examples` of 100 KB bytes features fell from 5.2 to 3.2 GB/s and peak RSS rose",
         "by a quarter (81 to 100 MiB). The pipeline above parses its batches of 128 up to",
