@@ -69,6 +69,16 @@ def test_store_errors_are_typed_by_what_they_mean():
     assert type(_typed(missing)) is ConnectionError
     # What is typed already stays as it is.
     assert _remote_error(PermissionError(13, "access refused (x)", URL), URL) is None
+    # An HTTP server's answer is said as HTTP says it, with the URL that answered.
+    from aiohttp import ClientResponseError, RequestInfo
+    from multidict import CIMultiDict, CIMultiDictProxy
+    from yarl import URL as Url
+
+    claim = Url("http://h/out/train.writing")
+    info = RequestInfo(claim, "PUT", CIMultiDictProxy(CIMultiDict()), claim)
+    refused = _typed(ClientResponseError(info, (), status=403, message="Forbidden"))
+    assert type(refused) is PermissionError
+    assert refused.strerror == f"access refused (HTTP 403 Forbidden from {claim})"
 
 
 @pytest.fixture

@@ -325,7 +325,12 @@ def _code(err: BaseException) -> str | None:
 
 
 def _cause(err: BaseException) -> str:
-    """An exception as one short line: its type and message."""
+    """An exception as one short line: its type and message, or for an HTTP client's
+    error response (aiohttp's), the status, its reason and the URL that answered."""
+    status, reason = _status(err), getattr(err, "message", None)
+    if status is not None and isinstance(reason, str) and _code(err) is None:
+        answered = getattr(getattr(err, "request_info", None), "real_url", None)
+        return f"HTTP {status} {reason}" + (f" from {answered}" if answered else "")
     text = " ".join(str(err).split()) or "no details"
     if len(text) > 200:
         text = text[:197] + "..."
