@@ -193,6 +193,15 @@ def test_file_cache_is_written_after_a_full_pass_only(shards, helpers, tmp_path)
     assert helpers.ids_of(list(again)) == list(range(5000))
 
 
+def test_a_cache_file_at_a_url_is_refused_before_anything_runs(shards):
+    ds = tfr.Dataset.from_files(shards([5]))
+    for url in ("memory://bucket/cache.tfrecord", "s3://bucket/cache"):
+        with pytest.raises(ValueError, match=f"a cache file is local, and {url} is a URL"):
+            ds.cache(url)
+    # A local path given as a file:// URL stays a local path.
+    assert isinstance(ds.cache("file:///tmp/cache.tfrecord"), tfr.Dataset)
+
+
 def test_map_and_filter(shards, helpers):
     paths = shards([20])
     ds = tfr.Dataset.from_files(paths).parse(helpers.SCHEMA)

@@ -265,6 +265,20 @@ def test_large_record(tmp_path):
     assert list(tfr.read_records(path)) == [big, b"after"]
 
 
+def test_a_record_writer_given_a_url_says_which_writers_take_urls(tmp_path):
+    url = f"memory://{tmp_path.name}/out.tfrecord"
+    with pytest.raises(ValueError, match="RecordWriter writes local files, and memory://"):
+        tfr.RecordWriter(url)
+    # What the message points to does write there.
+    local = tmp_path / "x.tfrecord"
+    with tfr.RecordWriter(local) as w:
+        w.write(b"a")
+    tfr.repair(local, url)
+    assert list(tfr.read_records(url)) == [b"a"]
+    manifest = tfr.write_dataset([b"b"], f"memory://{tmp_path.name}/set/train")
+    assert manifest.records == 1
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
 def test_a_writer_never_replaces_a_pipe_or_a_directory(tmp_path):
     from click.testing import CliRunner

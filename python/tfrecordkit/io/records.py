@@ -17,6 +17,7 @@ from .options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from .paths import (
     PathLike,
     StorageOptions,
+    is_url,
     opener_for,
 )
 from .policy import OnError, policed
@@ -307,6 +308,8 @@ class RandomRecordReader:
 
 class RecordWriter:
     """Writes records to a TFRecord file, byte for byte as ``tf.io.TFRecordWriter`` does.
+    ``path`` is a local file; a URL raises ``ValueError`` (:func:`write_dataset` writes
+    shards to a URL prefix, and :func:`repair` a file to a URL).
 
     ``compression`` is ``None``, ``"gzip"``, ``"zlib"`` or ``"auto"`` (from the extension:
     ``.gz`` gzip, ``.zz``/``.zlib`` zlib), or a :class:`TFRecordOptions` with zlib's other
@@ -337,6 +340,11 @@ class RecordWriter:
         seekable: bool = False,
     ) -> None:
         self.path = os.fspath(path)
+        if is_url(self.path):
+            raise ValueError(
+                f"RecordWriter writes local files, and {self.path} is a URL: write_dataset "
+                "writes shards to a URL prefix, and repair a file to a URL"
+            )
         zlib: dict[str, int] = {}
         if isinstance(compression, TFRecordOptions):
             if level is not None:

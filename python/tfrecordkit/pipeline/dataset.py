@@ -353,7 +353,7 @@ class Dataset:
 
     def cache(self, filename: str | None = None) -> Dataset:
         """Keeps the elements of the first complete pass, in memory or in ``filename`` (a
-        TFRecord file, reused by later runs while it exists); later passes replay them.
+        local TFRecord file, reused by later runs while it exists); later passes replay them.
 
         The file holds records, or after a ``map`` the elements in a data-only format
         (never pickle: a file found at ``filename`` is read as data, and one that is not a

@@ -22,6 +22,7 @@ import numpy as np
 from .. import _core
 from ..errors import DataLossError
 from ..image import ImageOptions, decode_seeded
+from ..io.paths import is_url
 from ..io.records import RecordWriter, read_records
 from ..schema.features import Ragged, Schema, parse_examples
 from ..schema.sequence import _row, parse_sequence_example
@@ -51,6 +52,11 @@ class CacheStore:
     to load, never run code)."""
 
     def __init__(self, filename: str | None) -> None:
+        if filename is not None and is_url(str(filename)):
+            raise ValueError(
+                f"a cache file is local, and {filename} is a URL: give a local path, or "
+                "cache in memory (no filename)"
+            )
         self.filename = filename
         self.native = _core.PipelineCache(filename)
         self.elements: list[Pair] | None = None
