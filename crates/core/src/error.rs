@@ -119,10 +119,7 @@ impl Error {
 
     /// A wait given up (see [`crate::cancel`]): an I/O error of kind `Interrupted`.
     pub fn interrupted() -> Self {
-        Self::io(
-            io::Error::new(io::ErrorKind::Interrupted, "interrupted"),
-            None,
-        )
+        Self::io(given_up(), None)
     }
 
     pub fn with_path(mut self, path: &str) -> Self {
@@ -176,6 +173,11 @@ impl Error {
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
         self.source.as_ref().map(io::Error::kind)
     }
+}
+
+/// The I/O error of a wait given up (see [`crate::cancel`]): of kind `Interrupted`.
+pub fn given_up() -> io::Error {
+    io::Error::new(io::ErrorKind::Interrupted, "interrupted")
 }
 
 impl fmt::Display for Error {

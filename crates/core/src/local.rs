@@ -83,7 +83,7 @@ fn open_local(path: &str) -> io::Result<File> {
                 return Err(err);
             }
             if crate::cancel::interrupted() {
-                return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+                return Err(crate::error::given_up());
             }
         }
     }
@@ -131,7 +131,7 @@ pub(crate) fn span_options(
 }
 
 #[cfg(all(test, target_os = "linux"))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::ffi::CString;
     use std::fs::OpenOptions;
@@ -141,7 +141,8 @@ mod tests {
     use std::sync::{mpsc, Arc};
     use std::time::Duration;
 
-    fn named_pipe(dir: &Path) -> String {
+    /// Makes a named pipe `pipe` in `dir`; returns its path.
+    pub(crate) fn named_pipe(dir: &Path) -> String {
         let pipe = dir.join("pipe").to_str().unwrap().to_owned();
         let c = CString::new(pipe.as_str()).unwrap();
         // SAFETY: a NUL-terminated path that outlives the call.

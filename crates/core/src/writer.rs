@@ -744,10 +744,7 @@ mod tests {
         #[cfg(target_os = "linux")]
         {
             use std::os::unix::fs::FileTypeExt;
-            let pipe = dir.path().join("pipe");
-            let c = std::ffi::CString::new(pipe.to_str().unwrap()).unwrap();
-            // SAFETY: a NUL-terminated path that outlives the call.
-            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            let pipe = std::path::PathBuf::from(crate::local::tests::named_pipe(dir.path()));
             let err = super::RecordWriter::create(pipe.to_str().unwrap(), None, None, true)
                 .err()
                 .unwrap();

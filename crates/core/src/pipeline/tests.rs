@@ -352,12 +352,9 @@ fn unit_records(out: Vec<Out>) -> Vec<String> {
 #[test]
 fn closing_a_pipeline_ends_its_readers_wait_for_a_pipes_writer() {
     let dir = tempfile::tempdir().unwrap();
-    let pipe = dir.path().join("pipe");
-    let c = std::ffi::CString::new(pipe.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path that outlives the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let pipe = crate::local::tests::named_pipe(dir.path());
     for deterministic in [true, false] {
-        let mut p = plan(vec![pipe.to_str().unwrap().to_owned()]);
+        let mut p = plan(vec![pipe.clone()]);
         p.deterministic = deterministic;
         let (done, closed) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
