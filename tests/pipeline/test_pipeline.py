@@ -757,6 +757,35 @@ def test_a_parallel_map_runs_on_engine_threads_and_keeps_the_order(tmp_path):
         next(it)
 
 
+@pytest.mark.parametrize("stages", ["map(slow, num_parallel_calls=2)", "map(slow).prefetch(2)"])
+def test_ctrl_c_ends_the_wait_for_a_map_on_engine_threads(tmp_path, stages):
+    # The function runs on an engine thread for a minute; the consumer waiting for it
+    # on the main thread raises KeyboardInterrupt at Ctrl-C, not when the function ends.
+    path = tmp_path / "numbers.tfrecord"
+    with tfr.RecordWriter(path) as w:
+        w.write_many([b"1", b"2", b"3"])
+    code = f"""
+import os, signal, threading, time
+import tfrecordkit as tfr
+
+def slow(x):
+    time.sleep(60)
+    return x
+
+ds = tfr.Dataset.from_files([{str(path)!r}]).{stages}
+threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+started = time.monotonic()
+try:
+    list(ds)
+except KeyboardInterrupt:
+    print(round(time.monotonic() - started, 1), flush=True)
+    os._exit(0)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=50)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 30
+
+
 def test_an_autotuned_map_runs_cheap_functions_serially_and_slow_ones_on_threads(tmp_path):
     caller = threading.get_ident()
 

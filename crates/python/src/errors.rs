@@ -113,6 +113,11 @@ fn os_error(err: &Error) -> PyErr {
     }
 }
 
+/// The exception of a wait the core gave up: what the signal handler raised.
+pub fn given_up() -> PyErr {
+    Python::attach(|py| to_py(py, Error::interrupted()))
+}
+
 /// Converts a core error into the Python exception users catch.
 pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
     if err.io_kind() == Some(io::ErrorKind::Interrupted) {

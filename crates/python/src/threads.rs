@@ -11,14 +11,19 @@ use tfrecordkit_core::pipeline::elements::{Lock, LockFn};
 
 /// Python's GIL, as the engine's threads share it: held for a span of work, let go while
 /// waiting for another thread. Once the interpreter is ending ([`stop_threads`]), it is
-/// refused to the engine's threads, and their work goes back to the consumer.
-pub(crate) fn gil() -> Lock {
+/// refused to the engine's threads, and their work goes back to the consumer. A wait that
+/// Ctrl-C ends raises its `KeyboardInterrupt`.
+pub(crate) fn gil() -> Lock<PyErr> {
     let hold: LockFn = Arc::new(|work| attach(|_| work()).is_some());
     let release: LockFn = Arc::new(|work| {
         Python::attach(|py| py.detach(&mut *work));
         true
     });
-    Lock { hold, release }
+    Lock {
+        hold,
+        release,
+        given_up: crate::errors::given_up,
+    }
 }
 
 static STOPPING: AtomicBool = AtomicBool::new(false);

@@ -26,16 +26,28 @@ pub type LockFn = Arc<dyn Fn(&mut (dyn FnMut() + Send)) -> bool + Send + Sync>;
 
 /// How threads share the lock the caller's functions take: `hold` runs work holding it
 /// (or refuses), `release` runs a wait with it let go (whether or not the calling thread
-/// held it; it never refuses).
-#[derive(Clone)]
-pub struct Lock {
+/// held it; it never refuses). A wait for another thread wakes every
+/// [`crate::cancel::TICK`] to ask whether to give up (Ctrl-C, for the bindings), and
+/// then ends with the error `given_up` makes.
+pub struct Lock<E> {
     pub hold: LockFn,
     pub release: LockFn,
+    pub given_up: fn() -> E,
 }
 
-impl Lock {
+impl<E> Clone for Lock<E> {
+    fn clone(&self) -> Self {
+        Lock {
+            hold: Arc::clone(&self.hold),
+            release: Arc::clone(&self.release),
+            given_up: self.given_up,
+        }
+    }
+}
+
+impl<E> Lock<E> {
     /// For functions that need no lock.
-    pub fn none() -> Self {
+    pub fn none(given_up: fn() -> E) -> Self {
         let run: LockFn = Arc::new(|work| {
             work();
             true
@@ -43,7 +55,16 @@ impl Lock {
         Lock {
             hold: Arc::clone(&run),
             release: run,
+            given_up,
         }
+    }
+
+    /// The next message of `rx`, waited for with the lock let go: `None` once its
+    /// senders are gone, the error of [`Lock::given_up`] where the wait is given up.
+    fn wait<M: Send>(&self, rx: &Receiver<M>) -> Result<Option<M>, E> {
+        let mut got = Ok(None);
+        (self.release)(&mut || got = crate::cancel::recv(rx));
+        got.map_err(|_| (self.given_up)())
     }
 }
 
@@ -106,7 +127,7 @@ enum Phase {
 pub(super) struct ParallelMapElements<T, E> {
     inner: Box<dyn Elements<T, E>>,
     f: MapFn<T, E>,
-    lock: Lock,
+    lock: Lock<E>,
     workers: usize,
     autotune: bool,
     tasks: Option<Sender<Task<T, E>>>,
@@ -135,7 +156,7 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
         inner: Box<dyn Elements<T, E>>,
         f: MapFn<T, E>,
         workers: Workers,
-        lock: Lock,
+        lock: Lock<E>,
     ) -> Self {
         let (workers, autotune) = match workers {
             Workers::Fixed(n) => (n.max(1), false),
@@ -289,8 +310,14 @@ impl<T: Send + 'static, E: Send + 'static> ParallelMapElements<T, E> {
             Pending::Failed(e) => return Err(e),
             Pending::Running(done) => done,
         };
-        let mut got = None;
-        (self.lock.release)(&mut || got = done.recv().ok());
+        let got = match self.lock.wait(&done) {
+            Ok(got) => got,
+            Err(e) => {
+                // Given up: the task stays first in line for the next call.
+                self.pending.push_front(Pending::Running(done));
+                return Err(e);
+            }
+        };
         match got.expect("a map thread stopped before finishing its task") {
             Done::Ran { out, per_item } => {
                 self.task_items = task_items(per_item.as_secs_f64());
@@ -421,7 +448,7 @@ pub(super) struct PrefetchElements<T, E> {
     end: Option<Result<(), E>>,
     ended: bool,
     stop: Arc<AtomicBool>,
-    lock: Lock,
+    lock: Lock<E>,
     /// The source: the thread takes it, and leaves it here when it stops early.
     source: Shared<T, E>,
 }
@@ -430,7 +457,7 @@ type Shared<T, E> = Arc<Mutex<Option<Box<dyn Elements<T, E>>>>>;
 
 impl<T: Send + 'static, E: Send + 'static> PrefetchElements<T, E> {
     /// Starts the thread now, so that it reads ahead before the first element is asked for.
-    pub(super) fn new(inner: Box<dyn Elements<T, E>>, size: usize, lock: Lock) -> Self {
+    pub(super) fn new(inner: Box<dyn Elements<T, E>>, size: usize, lock: Lock<E>) -> Self {
         let (tx, rx) = bounded(1);
         let stop = Arc::new(AtomicBool::new(false));
         let source: Shared<T, E> = Arc::new(Mutex::new(Some(inner)));
@@ -527,10 +554,7 @@ impl<T: Send + 'static, E: Send + 'static> Elements<T, E> for PrefetchElements<T
             if self.ended {
                 return Ok(None);
             }
-            let mut got = None;
-            let chunks = &self.chunks;
-            (self.lock.release)(&mut || got = chunks.recv().ok());
-            let Some(chunk) = got else {
+            let Some(chunk) = self.lock.wait(&self.chunks)? else {
                 // No thread, or it stopped early: the rest is made here. The thread lets
                 // go of the source only once it has sent its last chunk.
                 let mut source = self.source.lock().unwrap_or_else(|e| e.into_inner());

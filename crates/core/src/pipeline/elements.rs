@@ -35,7 +35,7 @@ pub enum ElementOp<T, E> {
     ParallelMap {
         f: MapFn<T, E>,
         workers: Workers,
-        lock: Lock,
+        lock: Lock<E>,
     },
     Filter(FilterFn<T, E>),
     /// tf.data's shuffle: each output drawn at random from a buffer of `buffer` elements.
@@ -65,7 +65,7 @@ pub enum ElementOp<T, E> {
     /// What comes before it made on a thread of its own, `size` elements ahead.
     Prefetch {
         size: usize,
-        lock: Lock,
+        lock: Lock<E>,
     },
     /// The elements of the first complete pass, kept and replayed by later passes (which
     /// then do not run the stages before it).
@@ -496,6 +496,10 @@ mod tests {
         }
     }
 
+    fn given_up() -> String {
+        "given up".to_owned()
+    }
+
     fn source(n: u64) -> SourceFn<u64, String> {
         Arc::new(move |_| {
             Ok(Box::new(Counter {
@@ -658,7 +662,7 @@ mod tests {
                 let ops = vec![ElementOp::ParallelMap {
                     f: slow_square(micros),
                     workers,
-                    lock: Lock::none(),
+                    lock: Lock::none(given_up),
                 }];
                 let mut s = element_stream(source(2000), ops.into(), 0).unwrap();
                 let (out, errors) = drain(&mut s);
@@ -682,7 +686,7 @@ mod tests {
             let ops = vec![ElementOp::ParallelMap {
                 f,
                 workers: Workers::Autotune(2),
-                lock: Lock::none(),
+                lock: Lock::none(given_up),
             }];
             let mut s = element_stream(source(3000), ops.into(), 0).unwrap();
             assert_eq!(drain(&mut s).0, (0..3000).collect::<Vec<_>>());
@@ -706,7 +710,7 @@ mod tests {
         let ops: Arc<[ElementOp<u64, String>]> = vec![ElementOp::ParallelMap {
             f: Arc::new(|x: u64| Ok(x + 1)),
             workers: Workers::Fixed(2),
-            lock: Lock::none(),
+            lock: Lock::none(given_up),
         }]
         .into();
         let mut s = element_stream(failing, ops, 0).unwrap();
@@ -720,13 +724,42 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_given_up_ends_at_once_and_loses_no_element() {
+        let slow: MapFn<u64, String> = Arc::new(|x| {
+            std::thread::sleep(std::time::Duration::from_millis(800));
+            Ok(x)
+        });
+        let parallel = ElementOp::ParallelMap {
+            f: Arc::clone(&slow),
+            workers: Workers::Fixed(2),
+            lock: Lock::none(given_up),
+        };
+        let prefetched = ElementOp::Prefetch {
+            size: 2,
+            lock: Lock::none(given_up),
+        };
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        crate::cancel::stop_on(&stop);
+        for ops in [vec![parallel], vec![ElementOp::Map(slow), prefetched]] {
+            let mut s = element_stream(source(3), ops.into(), 0).unwrap();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let waited = std::time::Instant::now();
+            assert_eq!(s.next_element(), Err(given_up()));
+            // Given up within a tick or two, long before the function returns.
+            assert!(waited.elapsed() < std::time::Duration::from_millis(600));
+            stop.store(false, std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(drain(&mut s), (vec![0, 1, 2], vec![]));
+        }
+    }
+
+    #[test]
     fn prefetch_keeps_order_errors_and_stops_when_dropped() {
         for size in [1, 7, 1000] {
             let ops = vec![
                 ElementOp::Map(slow_square(0)),
                 ElementOp::Prefetch {
                     size,
-                    lock: Lock::none(),
+                    lock: Lock::none(given_up),
                 },
             ];
             let mut s = element_stream(source(3000), ops.into(), 0).unwrap();
@@ -747,7 +780,7 @@ mod tests {
             })),
             ElementOp::Prefetch {
                 size: 4,
-                lock: Lock::none(),
+                lock: Lock::none(given_up),
             },
         ];
         let mut s = element_stream(source(3), ops.into(), 0).unwrap();
@@ -773,7 +806,7 @@ mod tests {
         });
         let lock = Lock {
             hold,
-            release: Lock::none().release,
+            ..Lock::none(given_up)
         };
         let ops = vec![
             ElementOp::ParallelMap {
