@@ -289,12 +289,22 @@ def test_numpy_text_that_utf8_cannot_encode_is_refused():
 )
 def test_a_list_of_numbers_encodes_each_row_as_its_value(column):
     # A column of Python numbers (read through Arrow when it can be) encodes each row as
-    # encode_example encodes that number alone; None and NaN leave it out.
-    def null(v):
-        return v is None or (isinstance(v, float) and math.isnan(v))
-
-    rows = [{} if null(v) else {"c": v} for v in column]
+    # encode_example encodes that number alone, NaN included, as a NumPy column and rows
+    # of dicts do; None leaves it out.
+    rows = [{} if v is None else {"c": v} for v in column]
     assert tfr.encode_examples({"c": column}) == [tfr.encode_example(r) for r in rows]
+
+
+def test_a_nan_is_a_value_among_numbers_and_missing_in_text_or_pandas():
+    decoded = [tfr.decode_example(r) for r in tfr.encode_examples({"c": [1.0, math.nan]})]
+    assert np.isnan(decoded[1]["c"][0])
+    assert tfr.encode_examples({"c": [1.0, math.nan]}) == tfr.encode_examples(
+        {"c": np.array([1.0, math.nan])}
+    )
+    assert tfr.encode_examples({"c": [math.nan, "a"]})[0] == tfr.encode_example({})
+    # pandas means NaN as a missing value, in a float column and in one of objects.
+    for column in (pd.Series([1.0, math.nan]), pd.Series([1.0, math.nan], dtype=object)):
+        assert tfr.encode_examples(pd.DataFrame({"c": column}))[1] == tfr.encode_example({})
 
 
 def test_a_list_of_strings_that_are_not_utf8_is_refused():

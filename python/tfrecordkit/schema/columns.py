@@ -61,10 +61,11 @@ class Table:
         return Schema({n: c.spec() for n, c in zip(self.names, self.columns, strict=True)})
 
 
-def _is_null(v: Any) -> bool:
+def _is_null(v: Any, nan: bool) -> bool:
+    """Whether ``v`` is a missing value: None, pandas' NA and NaT, and NaN where ``nan``."""
     if v is None:
         return True
-    if isinstance(v, float) and math.isnan(v):
+    if nan and isinstance(v, float) and math.isnan(v):
         return True
     # pandas' missing values exist only once pandas is imported.
     pd = sys.modules.get("pandas")
@@ -131,15 +132,18 @@ def _fixed(name: str, arr: np.ndarray, mask: np.ndarray | None = None) -> Column
     )
 
 
-def _objects(name: str, items: Sequence[Any]) -> Column:
-    """A column of Python objects: scalars, bytes/str, or lists per row; None is null."""
-    first = next((v for v in items if v is not None), None)
+def _objects(name: str, items: Sequence[Any], nan_is_null: bool = False) -> Column:
+    """A column of Python objects: scalars, bytes/str, or lists per row; None is null. A
+    NaN among numbers is a value, unless ``nan_is_null`` (a pandas column, as pandas means
+    it); among str or bytes it can only mark a missing value, and is null."""
+    first = next((v for v in items if not _is_null(v, nan=True)), None)
     scalars = isinstance(first, (str, bytes, int, float))
+    nan_is_null = nan_is_null or isinstance(first, (str, bytes, bytearray, np.bytes_))
     if scalars or isinstance(first, (list, tuple)):
-        arrow = _arrow_array(items, scalars)
+        arrow = _arrow_array(items, scalars, nan_is_null)
         if arrow is not None:
             return _arrow_column(name, arrow)
-    nulls = [_is_null(v) for v in items]
+    nulls = [_is_null(v, nan_is_null) for v in items]
     mask = None if not any(nulls) else np.array([not x for x in nulls], dtype=np.uint8)
     present = [v for v, null in zip(items, nulls, strict=True) if not null]
     if not present:
@@ -164,18 +168,19 @@ def _objects(name: str, items: Sequence[Any]) -> Column:
     return col
 
 
-def _arrow_array(items: Sequence[Any], scalars: bool) -> Any | None:
+def _arrow_array(items: Sequence[Any], scalars: bool, nan_is_null: bool) -> Any | None:
     """Python values as one Arrow array, built without a Python object per value: all str,
-    all bytes or all numbers (``scalars``; None, NaN and pandas' NA as nulls), or lists of
-    numbers, bools, str or bytes (None as a null row). None when pyarrow is not installed
-    or the values are anything else, which the per-value path then takes."""
+    all bytes or all numbers (``scalars``; None and pandas' NA as nulls, and NaN where
+    ``nan_is_null``), or lists of numbers, bools, str or bytes (None as a null row). None
+    when pyarrow is not installed or the values are anything else, which the per-value
+    path then takes."""
     try:
         import pyarrow as pa
     except ImportError:  # pragma: no cover - pyarrow is optional
         return None
     try:
-        # A NaN in a list is a value; only a column of scalars takes NaN as a null.
-        arrow = pa.array(items, from_pandas=scalars)
+        # A NaN in a list is a value; only a pandas column of scalars takes NaN as a null.
+        arrow = pa.array(items, from_pandas=scalars and nan_is_null)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     t = arrow.type
@@ -295,7 +300,7 @@ def _pandas_column(name: str, series: Any) -> Column:
         return _fixed(name, series.to_numpy(dtype=np.int64, na_value=0), mask)
     if pd.api.types.is_float_dtype(dtype):
         return _fixed(name, series.to_numpy(dtype=np.float64, na_value=0.0), mask)
-    return _objects(name, series.tolist())
+    return _objects(name, series.tolist(), nan_is_null=True)
 
 
 def _check_whole(name: str, values: np.ndarray) -> None:
