@@ -21,6 +21,7 @@ __all__ = [
     "Plan",
     "RecordReader",
     "RecordWriter",
+    "RowSummary",
     "Repeat",
     "Shard",
     "Shuffle",
@@ -38,6 +39,7 @@ __all__ = [
     "framed_row_sizes",
     "index_records",
     "encode_example",
+    "encode_row",
     "encode_sequence_example",
     "file_crc32c",
     "frame_record",
@@ -176,6 +178,16 @@ class OffsetReader:
     def closed(self) -> bool: ...
 
 @final
+class RowSummary:
+    rows: int
+    def __init__(self) -> None: ...
+    def features(self) -> dict[str, tuple[list[str], int, int, int]]: ...
+
+def encode_row(
+    row: dict[str, Any], typed: dict[str, str], seen: RowSummary | None = None
+) -> bytes: ...
+
+@final
 class RecordWriter:
     def __new__(
         cls,
@@ -197,6 +209,7 @@ class RecordWriter:
         start: int = 0,
         end: int | None = None,
         limit: int | None = None,
+        seen: RowSummary | None = None,
     ) -> tuple[int, int, int, bool, bool]: ...
     def write_columns(
         self, table: Table, start: int = 0, end: int | None = None, parallel: bool = True

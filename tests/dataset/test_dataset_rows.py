@@ -46,7 +46,7 @@ def test_rows_fill_shards_in_order(tmp_path, ds):
     assert len(m.files) > 5
     assert ds.records(m.files) == [_expected(i) for i in range(N)]
     assert m.records == N
-    # The schema is described from the first thousand rows.
+    # The manifest's schema describes every row.
     assert m.schema["vec"] == tfr.FixedLen([3], "float32")
     assert m.schema["tags"] == tfr.VarLen("bytes")
     sizes = [len(r) + 16 for r in ds.records(m.files[:1])]
@@ -131,3 +131,57 @@ def test_large_rows_are_taken_a_few_at_a_time(tmp_path, ds, monkeypatch):
     assert m.records == 1_200
     # Each list handed to a writer holds about 4 MiB of rows, not hundreds of them.
     assert len(lists) > 40 and max(lists) <= 25
+
+
+def _late(n: int, at: int, odd: dict) -> list[dict]:
+    """``n`` rows of one int ``x``, row ``at`` replaced by ``odd``: past the first
+    thousand, it is encoded by the shard writers."""
+    return [odd if i == at else {"x": i} for i in range(n)]
+
+
+def test_the_manifest_schema_describes_rows_past_the_first_thousand(tmp_path, ds):
+    # A row that has two values, or none, makes the feature VarLen for every reader.
+    for name, odd in (("pair", {"x": [7, 7]}), ("missing", {})):
+        m = ds.write(_late(N, 2_000, odd), tmp_path / name)
+        assert m.schema == tfr.Schema({"x": tfr.VarLen("int64")})
+        batches = tfr.read_examples(m.files, m.schema, 1000)
+        values = np.concatenate([b["x"].values for b in batches]).tolist()
+        assert values == [v for i in range(N) for v in (odd.get("x", []) if i == 2_000 else [i])]
+    # Values of another type: no schema fits, and the writer says so.
+    with pytest.warns(tfr.SchemaWarning, match="'x' is int64 in some .* and bytes"):
+        m = ds.write(_late(N, 2_000, {"x": "seven"}), tmp_path / "text")
+    assert m.schema is None
+    assert ds.records(m.files)[2_000] == tfr.encode_example({"x": "seven"})
+
+
+@pytest.mark.parametrize(
+    ("at", "odd", "spec", "message"),
+    [
+        (1, {"x": "a"}, tfr.FixedLen([], "int64"), "'x' is int64 in some"),
+        (2_000, {"x": "a"}, tfr.FixedLen([], "int64"), "'x' is int64 in some"),
+        (2_000, {"x": [1, 2]}, tfr.FixedLen([], "int64"), "'x' has 2 values in some rows"),
+        (2_000, {}, tfr.FixedLen([], "int64"), "'x' is missing from 1 row,"),
+        (2_000, {"x": 0.5}, tfr.FixedLen([], "int64"), "'x' is int64 in some"),
+        (5, {"y": 1}, tfr.VarLen("bytes"), "'x' holds int64 values, and the schema says bytes"),
+    ],
+)
+def test_rows_that_do_not_fit_the_schema_given_are_refused_and_leave_nothing(
+    tmp_path, ds, at, odd, spec, message
+):
+    with pytest.raises(tfr.SchemaError, match=message):
+        ds.write(_late(N, at, odd), tmp_path / "bad", schema={"x": spec})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rows_fit_the_schema_given_as_tensorflow_parses_them(tmp_path, ds):
+    import tensorflow as tf
+
+    # Whole numbers where the schema says float32 are written as floats; a FixedLen with
+    # a default may be missing.
+    rows = [{"x": i} if i % 500 else {} for i in range(N)]
+    schema = {"x": tfr.FixedLen([], "float32", default=-1.0)}
+    m = ds.write(rows, tmp_path / "floats", schema=schema)
+    assert m.schema == tfr.Schema(schema)
+    spec = {"x": tf.io.FixedLenFeature([], tf.float32, default_value=-1.0)}
+    parsed = tf.io.parse_example(ds.records(m.files), spec)["x"].numpy()
+    assert parsed.tolist() == [float(i) if i % 500 else -1.0 for i in range(N)]

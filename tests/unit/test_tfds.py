@@ -97,7 +97,8 @@ def test_every_spec_kind_maps_and_reads_back(tmp_path: Path) -> None:
             "photos": tfr.VarLen("bytes"),
         }
     )
-    tfr.write_dataset([{"meta/id": 1}], tmp_path / "train", schema=schema, progress=False)
+    row = {"fixed": [0.0] * 6, "meta/id": 1, "meta/source/url": b"u", "pair": [0, 1]}
+    tfr.write_dataset([row], tmp_path / "train", schema=schema, progress=False)
     tfr.tfds.write_metadata(
         tmp_path,
         features={

@@ -372,12 +372,29 @@ pub fn row_features(
             }),
             None => None,
         };
-        out.push(named_feature(&key, &value, |v| match typed_empty {
+        let (name, feature) = named_feature(&key, &value, |v| match typed_empty {
             Some(feature) => Ok(feature),
             None => to_feature(v),
-        })?);
+        })?;
+        // Whole numbers where the feature is float32 (by the schema, or the rows before)
+        // are written as the floats they stand for.
+        let feature = match feature {
+            Feature::Int64(v) if is_float32(typed, &key)? => {
+                Feature::Float(v.into_iter().map(|x| x as f32).collect())
+            }
+            feature => feature,
+        };
+        out.push((name, feature));
     }
     Ok(out)
+}
+
+/// Whether `typed` says the feature `key` is float32.
+fn is_float32(typed: &Bound<'_, PyDict>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(match typed.get_item(key)? {
+        Some(kind) => kind.extract::<Cow<'_, str>>()? == "float32",
+        None => false,
+    })
 }
 
 /// A decoded `Feature` as Python: int64 / float32 arrays, or a list of bytes.

@@ -134,6 +134,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<records::RecordReader>()?;
     m.add_class::<stats::StatsPass>()?;
     m.add_class::<records::RecordWriter>()?;
+    m.add_class::<records::RowSummary>()?;
+    m.add_function(wrap_pyfunction!(records::encode_row, m)?)?;
     m.add_class::<pipeline::Pipeline>()?;
     m.add_class::<plan::CompiledPlan>()?;
     m.add_class::<elements::ElementPipeline>()?;

@@ -11,6 +11,7 @@ use tfrecordkit_core::assemble::Assembled;
 use tfrecordkit_core::columns::frame_table;
 use tfrecordkit_core::compression::ZlibOptions;
 use tfrecordkit_core::encode_example_into;
+use tfrecordkit_core::example::Feature;
 use tfrecordkit_core::feature_lists::{LaidList, ListSchema};
 use tfrecordkit_core::in_place::HOST_MAX;
 use tfrecordkit_core::LargeRecords;
@@ -616,7 +617,8 @@ impl RecordWriter {
     /// that is `skip` passed over. Stops before any other item, and before a record once
     /// `limit` framed bytes are written. Returns the items taken, the records written,
     /// their framed bytes, and whether records (bytes) and rows (dicts) were among them.
-    #[pyo3(signature = (items, typed, skip, start=0, end=None, limit=None))]
+    /// The features of the rows written are noted in `seen`.
+    #[pyo3(signature = (items, typed, skip, start=0, end=None, limit=None, seen=None))]
     #[allow(clippy::too_many_arguments)]
     fn write_rows(
         &mut self,
@@ -627,7 +629,9 @@ impl RecordWriter {
         start: usize,
         end: Option<usize>,
         limit: Option<u64>,
+        seen: Option<PyRefMut<'_, RowSummary>>,
     ) -> PyResult<(usize, u64, u64, bool, bool)> {
+        let mut seen = seen;
         crate::errors::guard("RecordWriter.write_rows", || {
             let end = end.unwrap_or(items.len()).min(items.len());
             let (mut at, mut records, mut bytes) = (start, 0u64, 0u64);
@@ -644,7 +648,7 @@ impl RecordWriter {
                 }
                 let len = if let Ok(row) = item.cast::<PyDict>() {
                     example.clear();
-                    encode_example_into(&row_features(row, typed)?, &mut example);
+                    encode_row_into(row, typed, seen.as_deref_mut(), &mut example)?;
                     self.inner.write(&example).py_err(py)?;
                     rows = true;
                     example.len()
@@ -1023,4 +1027,133 @@ fn batch_to_py<'py>(
         return Ok(schema.dict(py, parts)?.into_any());
     }
     Ok(PyList::new(py, columns_to_py(py, assembled, parsed, raw_bytes)?)?.into_any())
+}
+
+/// `row` as an Example, into `out`, as `write_dataset` encodes a row (see `row_features`);
+/// its features noted in `seen`.
+fn encode_row_into(
+    row: &Bound<'_, PyDict>,
+    typed: &Bound<'_, PyDict>,
+    seen: Option<&mut RowSummary>,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
+    let features = row_features(row, typed)?;
+    if let Some(seen) = seen {
+        seen.note(&features);
+    }
+    encode_example_into(&features, out);
+    Ok(())
+}
+
+/// `row` serialized as an Example as `RecordWriter.write_rows` writes it, its features
+/// noted in `seen`.
+#[pyfunction]
+#[pyo3(signature = (row, typed, seen=None))]
+pub fn encode_row<'py>(
+    py: Python<'py>,
+    row: &Bound<'py, PyDict>,
+    typed: &Bound<'py, PyDict>,
+    seen: Option<PyRefMut<'_, RowSummary>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    crate::errors::guard("encode_row", || {
+        let mut seen = seen;
+        let mut out = Vec::new();
+        encode_row_into(row, typed, seen.as_deref_mut(), &mut out)?;
+        Ok(PyBytes::new(py, &out))
+    })
+}
+
+/// What the rows that `RecordWriter.write_rows` encoded held, feature by feature: the
+/// types of their values, the fewest and the most values a row had, and how many rows had
+/// the feature.
+#[pyclass(module = "tfrecordkit._core")]
+#[derive(Default)]
+pub struct RowSummary {
+    #[pyo3(get)]
+    rows: u64,
+    /// The features in the order first seen.
+    features: Vec<FeatureSeen>,
+    places: HashMap<String, usize>,
+    /// Where in `features` the entries of the row before were: rows mostly name their
+    /// features in one order, so a comparison finds each.
+    last: Vec<usize>,
+}
+
+struct FeatureSeen {
+    key: String,
+    /// Which of int64, float32 and bytes values were seen (bits 0, 1, 2).
+    kinds: u8,
+    fewest: usize,
+    most: usize,
+    rows: u64,
+}
+
+const KIND_NAMES: [&str; 3] = ["int64", "float32", "bytes"];
+
+impl RowSummary {
+    fn note(&mut self, features: &[(String, Feature)]) {
+        self.rows += 1;
+        for (p, (key, feature)) in features.iter().enumerate() {
+            let (kind, n) = match feature {
+                Feature::Empty => (0, 0),
+                Feature::Int64(v) => (1, v.len()),
+                Feature::Float(v) => (2, v.len()),
+                Feature::Bytes(v) => (4, v.len()),
+            };
+            let at = match self.last.get(p) {
+                Some(&at) if self.features[at].key == *key => at,
+                _ => {
+                    let at = self.place(key, n);
+                    self.last.truncate(p);
+                    self.last.push(at);
+                    at
+                }
+            };
+            let seen = &mut self.features[at];
+            seen.kinds |= kind;
+            seen.fewest = seen.fewest.min(n);
+            seen.most = seen.most.max(n);
+            seen.rows += 1;
+        }
+    }
+
+    /// Where `key`'s entry is, made for a first value of `n` values if new.
+    fn place(&mut self, key: &str, n: usize) -> usize {
+        if let Some(&at) = self.places.get(key) {
+            return at;
+        }
+        self.features.push(FeatureSeen {
+            key: key.to_owned(),
+            kinds: 0,
+            fewest: n,
+            most: n,
+            rows: 0,
+        });
+        self.places.insert(key.to_owned(), self.features.len() - 1);
+        self.features.len() - 1
+    }
+}
+
+#[pymethods]
+impl RowSummary {
+    #[new]
+    fn new() -> Self {
+        RowSummary::default()
+    }
+
+    /// Each feature's `(types, fewest, most, rows)`: the types of its values (`"int64"`,
+    /// `"float32"`, `"bytes"`; none where every row held an empty list), the fewest and
+    /// the most values a row had, and how many rows had it.
+    /// In the order first seen.
+    fn features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for seen in &self.features {
+            let kinds: Vec<&str> = (0..3)
+                .filter(|bit| seen.kinds & (1 << bit) != 0)
+                .map(|bit| KIND_NAMES[bit])
+                .collect();
+            out.set_item(&seen.key, (kinds, seen.fewest, seen.most, seen.rows))?;
+        }
+        Ok(out)
+    }
 }

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -14,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _core
-from ..errors import SchemaError
+from ..errors import SchemaError, SchemaWarning
 from ..schema.columns import as_table
-from ..schema.example import decode_example, encode_example, typed_empty
 from ..schema.features import FixedLen, FixedLenSequence, Schema, VarLen, _as_schema
 from ..schema.guess import SchemaGuess
 from .manifest import MAX_SHARDS
@@ -346,12 +348,38 @@ class _IterableSource:
             yield _ItemList(self._items, xs, encoded)
 
     def schema(self) -> Schema | None:
+        """The schema of the rows written, from every row: the one given, checked against
+        them, or the one they show (none where a feature holds values of two types)."""
         items = self._items
-        if self._spec is not None:
-            return Schema(self._spec)
-        if items.kinds == {"rows"} and items.guess is not None:
-            return items.guess.schema()
-        return None
+        if items.kinds != {"rows"}:
+            return Schema(self._spec) if self._spec is not None else None
+        guess = SchemaGuess()
+        try:
+            guess.add_summary(items.seen.rows, items.seen.features())
+        except SchemaError as err:
+            if self._spec is not None:
+                raise SchemaError(f"the rows do not fit the schema: {err}", key=err.key) from None
+            warnings.warn(
+                f"{err}: the manifest records no schema for these rows",
+                SchemaWarning,
+                stacklevel=_caller_level(),
+            )
+            return None
+        if self._spec is None:
+            return guess.schema()
+        schema = Schema(self._spec)
+        guess.check(schema)
+        return schema
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of a warning, given in the caller of this function, that names
+    the first frame outside tfrecordkit: the user's call."""
+    package = os.path.dirname(os.path.dirname(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class _ItemList:
@@ -396,7 +424,8 @@ class _Items:
         self._bar = bar
         self._first = True
         self._size = _LIST_ITEMS
-        self.guess: SchemaGuess | None = SchemaGuess()
+        # What the rows held, feature by feature, as they are encoded.
+        self.seen = _core.RowSummary()
         self.kinds: set[str] = set()
         self.rows = 0
         # The type of each feature, from the schema or the rows before: what an empty
@@ -436,17 +465,12 @@ class _Items:
             record = bytes(item)
         elif isinstance(item, Mapping):
             self.kinds.add("rows")
-            typed = self.typed
-            present = {k: typed_empty(v, typed.get(k)) for k, v in item.items() if v is not None}
-            record = encode_example(present)
-            if self._first and self.guess is not None:
-                try:
-                    self.guess.add(decode_example(record))
-                except SchemaError:
-                    self.guess = None  # features of mixed types: no schema to record
-                else:
-                    for key, dtype in self.guess.kinds.items():
-                        typed.setdefault(key, dtype)
+            row = item if isinstance(item, dict) else dict(item)
+            record = _core.encode_row(row, self.typed, self.seen)
+            if self._first:
+                for key, (kinds, *_) in self.seen.features().items():
+                    if len(kinds) == 1:
+                        self.typed.setdefault(key, kinds[0])
         else:
             raise TypeError(
                 f"rows must be dicts or serialized records (bytes), not {type(item).__name__}"
@@ -469,7 +493,9 @@ class _Items:
         at, written, records = start, 0, 0
         while at < end and (limit is None or written < limit):
             left = None if limit is None else limit - written
-            taken, n, size, raw, rows = w.write_rows(items, self.typed, SKIPPED, at, end, left)
+            taken, n, size, raw, rows = w.write_rows(
+                items, self.typed, SKIPPED, at, end, left, self.seen
+            )
             at, written, records = at + taken, written + size, records + n
             if raw and not encoded:
                 self.kinds.add("bytes")

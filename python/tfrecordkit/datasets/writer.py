@@ -270,8 +270,11 @@ def write_dataset(
     overrides the dtypes inferred. Tables are encoded and written on native threads,
     ``workers`` (default: all cores) shards at a time, with no Python object per row;
     ``workers=1`` uses one thread. Iterables are taken a few MiB of items at a time, and
-    their rows encoded natively (as :func:`tfrecordkit.encode_example` encodes a dict),
-    after the first thousand, which describe the schema in the manifest.
+    their rows encoded natively (as :func:`tfrecordkit.encode_example` encodes a dict).
+    The manifest's schema describes every row; a ``schema`` given is checked against
+    the rows (one it would not parse raises :class:`~tfrecordkit.errors.SchemaError`,
+    and nothing is written), and whole numbers where it says ``float32`` are written
+    as floats.
 
     Shards: ``num_shards`` fixed, or as many as keep each under ``max_shard_bytes`` and, given
     ``hosts`` (reading machines), at least ten per host when the data is large enough.

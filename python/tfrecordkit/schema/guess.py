@@ -44,6 +44,60 @@ class SchemaGuess:
             self._counts.setdefault(key, set()).add(len(values))
             self._present[key] = self._present.get(key, 0) + 1
 
+    def add_summary(
+        self, examples: int, features: Mapping[str, tuple[list[str], int, int, int]]
+    ) -> None:
+        """Takes ``examples`` Examples at once, as ``features`` sums them up: for each
+        feature, the types of its values, the fewest and the most values an Example had,
+        and how many Examples had it."""
+        self.examples += examples
+        for key, (kinds, fewest, most, present) in features.items():
+            for kind in kinds:
+                if self._kinds.setdefault(key, kind) != kind:
+                    raise SchemaError(
+                        f"feature {key!r} is {self._kinds[key]} in some Examples and {kind} "
+                        "in others",
+                        key=key,
+                    )
+            self._counts.setdefault(key, set()).update((fewest, most))
+            self._present[key] = self._present.get(key, 0) + present
+
+    def check(self, schema: Schema) -> None:
+        """Raises :class:`~tfrecordkit.errors.SchemaError` naming the first feature of
+        ``schema`` that some of the Examples taken would not parse with."""
+        for key, spec in schema.items():
+            dtype = getattr(spec, "dtype", None)
+            kind = self._kinds.get(key)
+            if dtype is None or key not in self._counts:
+                if isinstance(spec, FixedLen) and spec.default is None and self.examples:
+                    raise SchemaError(
+                        f"feature {key!r} is in none of the rows, and its FixedLen has no default",
+                        key=key,
+                    )
+                continue
+            if kind is not None and kind != dtype:
+                raise SchemaError(
+                    f"feature {key!r} holds {kind} values, and the schema says {dtype}", key=key
+                )
+            if not isinstance(spec, FixedLen):
+                continue
+            n = int(np.prod(spec.shape, dtype=np.int64))
+            sizes = self._counts[key]
+            if sizes != {n}:
+                other = min(sizes - {n})
+                raise SchemaError(
+                    f"feature {key!r} has {other} value{'' if other == 1 else 's'} in some "
+                    f"rows, and the schema's FixedLen of shape {list(spec.shape)} takes {n}",
+                    key=key,
+                )
+            missing = self.examples - self._present[key]
+            if missing and spec.default is None:
+                raise SchemaError(
+                    f"feature {key!r} is missing from {missing} row{'' if missing == 1 else 's'}"
+                    ", and its FixedLen has no default",
+                    key=key,
+                )
+
     @property
     def kinds(self) -> dict[str, str]:
         """The type (``int64``, ``float32``, ``bytes``) of each feature seen with a value."""
