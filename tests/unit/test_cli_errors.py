@@ -194,6 +194,34 @@ def test_a_named_pipe_is_read_and_waiting_for_its_writer_can_be_stopped(work, tm
     assert out.decode().split() == ["4"]
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="an endless stream of zeros")
+@pytest.mark.parametrize("args", [["verify"], ["repair", "-o", "kept.tfrecord"]])
+def test_a_scan_through_endless_damage_can_be_stopped(tmp_path, args):
+    import signal
+    import time
+
+    # /dev/zero is damage without end: the resync scan never finds a record, and a
+    # signal still ends it, with nothing left behind.
+    script = Path(sys.executable).with_name("tfrecordkit")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "tfrecordkit.cli"]
+    for sig, code, says in (
+        (signal.SIGTERM, 143, "terminated"),
+        (signal.SIGINT, 130, "interrupted"),
+    ):
+        with subprocess.Popen(
+            [*command, args[0], "/dev/zero", *args[1:]],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as scanning:
+            time.sleep(3)
+            scanning.send_signal(sig)
+            _, err = scanning.communicate(timeout=60)
+        assert scanning.returncode == code, err
+        assert err.decode().strip().splitlines()[-1] == f"error: {says}"
+        assert list(tmp_path.iterdir()) == []
+
+
 def test_every_subcommand_has_a_bad_input_case():
     from tfrecordkit.cli import main
 

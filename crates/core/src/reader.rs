@@ -16,6 +16,8 @@ pub const FOOTER_LEN: usize = 4;
 pub const DEFAULT_MAX_RECORD_BYTES: u64 = 1 << 31;
 
 const CHUNK: usize = 1 << 20;
+/// Bytes a resync scan steps over between two looks at whether to give up.
+const SCAN_ASK_EVERY: u32 = 1 << 20;
 /// The reader's buffer starts this small and doubles only while a record needs it.
 const FIRST_BUFFER: usize = 1 << 16;
 /// No record can be longer than memory can address (header and footer included).
@@ -437,6 +439,9 @@ impl<R: Read> RecordReader<R> {
     /// Steps forward one byte at a time until a whole valid record starts at `start`;
     /// returns its offset, or `None` (and ends the reader) if the stream ends first.
     fn scan(&mut self) -> Result<Option<u64>> {
+        // A scan through a long damaged stretch (or an endless stream of garbage) asks
+        // now and then whether to give up (see `crate::cancel`).
+        let mut unasked = 0u32;
         loop {
             match self.valid_at(0, true)? {
                 Some(true) => return Ok(Some(self.offset)),
@@ -447,6 +452,13 @@ impl<R: Read> RecordReader<R> {
                 Some(false) => {
                     self.start += 1;
                     self.offset += 1;
+                    unasked += 1;
+                    if unasked == SCAN_ASK_EVERY {
+                        unasked = 0;
+                        if crate::cancel::interrupted() {
+                            return Err(Error::interrupted());
+                        }
+                    }
                 }
             }
         }
