@@ -126,3 +126,18 @@ def test_cli_index(tmp_path):
     assert len(tfr.RecordIndex(a)) == 10
     result = CliRunner().invoke(main, ["index", str(b)])
     assert result.exit_code == 1
+
+
+def test_index_replaces_an_index_but_not_another_file_at_its_name(tmp_path):
+    a = tmp_path / "a.tfrecord"
+    with tfr.RecordWriter(a) as w:
+        w.write_many(records(10))
+    sidecar = tmp_path / "a.tfrecord.idx"
+    sidecar.write_text("0 1\n")  # a stale index: replaced
+    tfr.build_index(a)
+    assert len(tfr.RecordIndex(a)) == 10
+    sidecar.write_text("notes I keep here\n")
+    result = CliRunner().invoke(main, ["index", str(a)])
+    assert result.exit_code == 1
+    assert "exists and is not an index (it starts with 'notes I keep here')" in result.output
+    assert sidecar.read_text() == "notes I keep here\n"

@@ -21,10 +21,12 @@ from ..io.paths import (
     Paths,
     StorageOptions,
     basename,
+    exists,
     expand_paths,
     file_size,
     is_url,
     opener_for,
+    quote,
     read_ranges,
     write_file,
 )
@@ -183,10 +185,31 @@ def build_index(path: str | os.PathLike[str], *, storage_options: StorageOptions
             'written with RecordWriter(path, "gzip", seekable=True, index=True)'
         ) from err
     target = path + ".idx"
+    _check_replaceable_index(target, path, storage_options)
     write_file(
         target, "".join(f"{offset} {length}\n" for offset, length in entries), storage_options
     )
     return target
+
+
+def _check_replaceable_index(target: str, path: str, storage_options: StorageOptions) -> None:
+    """Refuses to replace a file at ``target`` that is not an index (an empty one, or one
+    that starts with an ``offset length`` line, is replaced)."""
+    if not exists(target, storage_options):
+        return
+    if is_url(target):
+        end = min(256, file_size(target, storage_options))
+        first = read_ranges(target, [0], [end], storage_options)[0]
+    else:
+        with open(target.removeprefix("file://"), "rb") as f:
+            first = f.read(256)
+    line = first.split(b"\n", 1)[0]
+    if first and not re.fullmatch(rb"\d+ \d+", line):
+        raise FileExistsError(
+            f"{target} exists and is not an index (it starts with "
+            f"{quote(line.decode('utf-8', 'replace'))}): indexing {path} writes its sidecar "
+            "there and replaces only an index; move that file away first"
+        )
 
 
 def count(
