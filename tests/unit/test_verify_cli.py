@@ -194,6 +194,16 @@ def test_cli_demo(tmp_path):
     assert "[(8, 32, 32, 3)], ok" in res.output
     train = tfr.load(directory / "converted", "train")
     assert sum(1 for _ in train) == 24
+    # Run again, it replaces what it wrote; a directory of other files is refused.
+    assert invoke("demo", "--dir", str(directory), "-n", "50").exit_code == 0
+    assert tfr.count(str(directory / "sample.tfrecord")) == 50
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "sample.tfrecord").write_bytes(b"my own records")
+    res = invoke("demo", "--dir", str(mine))
+    assert res.exit_code == 2
+    assert "holds files the demo did not write" in res.output
+    assert (mine / "sample.tfrecord").read_bytes() == b"my own records"
 
 
 def test_cli_help_and_version():

@@ -612,10 +612,20 @@ def demo(directory: str, num: int) -> None:
     back through a pipeline and decode its images."""
     from .demo import run
 
+    # The demo's own directory says so: a run replaces what an earlier run wrote there,
+    # and nothing else.
+    marker = os.path.join(directory, ".tfrecordkit-demo")
     try:
         if os.path.exists(directory) and not os.path.isdir(directory):
             raise NotADirectoryError(20, "a file is there, not a directory", directory)
+        if os.path.isdir(directory) and os.listdir(directory) and not os.path.exists(marker):
+            raise click.BadParameter(
+                f"{directory} holds files the demo did not write: give it a new or empty one",
+                param_hint="'--dir'",
+            )
         os.makedirs(directory, exist_ok=True)
+        with open(marker, "w", encoding="utf-8") as f:
+            f.write("written by tfrecordkit demo, which replaces what it wrote here\n")
     except OSError as err:
         _fail(err)
     sys.exit(run(directory, num, click.echo))
