@@ -13,6 +13,7 @@ import tfrecordkit as tfr
 from click.testing import CliRunner
 from PIL import Image
 from tfrecordkit.cli import main
+from tfrecordkit.conversion import contact_sheet
 
 
 def split_examples(out, split):
@@ -186,6 +187,35 @@ def test_inspect_writes_a_contact_sheet(table, tmp_path):
     assert (tmp_path / "o" / "sheet-train.png").read_bytes().startswith(b"\x89PNG")
     wrong = CliRunner().invoke(main, [*args[:-1], str(tmp_path / "sheet.jpg")])
     assert wrong.exit_code == 2 and "name it *.png" in wrong.output
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header claims ``width`` x ``height`` pixels, with one tiny data chunk."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data)
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    body = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 16))
+    return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IEND", b"")
+
+
+def test_inspect_draws_an_image_that_claims_too_many_pixels_as_a_grey_tile(table, tmp_path):
+    # Pillow refuses the first outright and would decode the second into 300 MB.
+    good = Path(table.rows[0]["image_uri"]).read_bytes()
+    images = [_png_claiming(60_000, 60_000), _png_claiming(10_000, 10_000), good]
+    tfr.write_dataset(
+        {"image": images, "label": [0, 1, 2]}, tmp_path / "o" / "train", progress=False
+    )
+    sheet = tmp_path / "sheet.png"
+    with pytest.warns(UserWarning, match="2 of 3 images did not decode"):
+        contact_sheet(tmp_path / "o", "train", out=sheet)
+    result = CliRunner().invoke(main, ["inspect", str(tmp_path / "o"), "-n", "2"])
+    assert result.exit_code == 1
+    assert result.output.startswith("error: none of the first 2 images in ")
 
 
 def test_load_reads_a_split_back_through_a_pipeline(table, tmp_path):

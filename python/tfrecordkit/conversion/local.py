@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core
 from ..datasets.index import trusted
 from ..datasets.manifest import Manifest
 from ..datasets.sources import SKIPPED
@@ -252,10 +253,17 @@ def contact_sheet(
             label = names[label]
         label = label.decode("utf-8", "replace") if isinstance(label, bytes) else str(label)
         try:
-            with Image.open(io.BytesIO(ex[image_key][0])) as img:
+            with warnings.catch_warnings():
+                # Sizes are checked here, against the bound decode_image keeps too.
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                img = Image.open(io.BytesIO(ex[image_key][0]))
+            with img:
+                if img.width * img.height > _core.MAX_PIXELS:
+                    raise ValueError(f"image too large: {img.width}x{img.height} pixels")
+                img.draft("RGB", (thumb, thumb))
                 tile = img.convert("RGB")
                 tile.thumbnail((thumb, thumb))
-        except (IndexError, OSError, ValueError):
+        except (IndexError, OSError, SyntaxError, ValueError, Image.DecompressionBombError):
             broken += 1
             tile = Image.new("RGB", (thumb, thumb), (128, 128, 128))
         tiles.append((tile, label))
