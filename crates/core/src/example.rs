@@ -311,12 +311,21 @@ pub fn read_map_entry(buf: &[u8]) -> Result<(&[u8], EntryValue<'_>)> {
 }
 
 pub fn utf8_key(key: &[u8]) -> Result<&str> {
-    std::str::from_utf8(key).map_err(|_| {
-        Error::decode(format!(
-            "feature key is not valid UTF-8: {:?}",
-            String::from_utf8_lossy(key)
-        ))
-    })
+    std::str::from_utf8(key)
+        .map_err(|_| Error::decode(format!("feature key is not valid UTF-8: {}", quoted(key))))
+}
+
+/// Bytes a file supplied, for an error message: the first 32, escaped to printable ASCII,
+/// and how many there are when there are more.
+pub(crate) fn quoted(bytes: &[u8]) -> String {
+    const SHOWN: usize = 32;
+    let head = &bytes[..bytes.len().min(SHOWN)];
+    let more = if bytes.len() > SHOWN {
+        format!("... ({} bytes)", bytes.len())
+    } else {
+        String::new()
+    };
+    format!("\"{}\"{more}", head.escape_ascii())
 }
 
 /// Inserts or replaces, keeping first-seen order.
@@ -571,6 +580,20 @@ pub fn encode_sequence_example<K: AsRef<str>, L: AsRef<str>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_that_is_not_utf8_is_quoted_short_in_its_error() {
+        let err = utf8_key(&[0xff; 2_000_000]).unwrap_err();
+        assert_eq!(
+            err.message,
+            format!(
+                "feature key is not valid UTF-8: \"{}\"... (2000000 bytes)",
+                "\\xff".repeat(32)
+            )
+        );
+        let err = utf8_key(b"a\n\xfe").unwrap_err();
+        assert_eq!(err.message, "feature key is not valid UTF-8: \"a\\n\\xfe\"");
+    }
 
     #[test]
     fn seed_tutorial_example_bytes() {
