@@ -281,6 +281,11 @@ def test_cli_html_never_replaces_a_file_unasked_nor_an_input(data, tmp_path) -> 
         refused = run(main, ["stats", given, "--html", str(shard), "--overwrite"])
         assert refused.exit_code == 2 and "is one of the files read" in refused.output
     assert shard.read_bytes() == before
+    # A new report in the folder the glob reads replaces nothing: it is written.
+    beside = root / "report-new.html"
+    assert run(main, ["stats", str(root / "*"), "--html", str(beside)]).exit_code == 0
+    assert "<svg class='plot'" in beside.read_text()
+    beside.unlink()
     # A directory that is a file: the error names the report, not a temporary beside it.
     inside = run(main, ["stats", str(shard), "--html", str(shard / "r.html")])
     assert inside.exit_code == 1

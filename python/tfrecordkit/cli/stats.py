@@ -22,8 +22,8 @@ def _finite(value: float, name: str) -> float:
 
 
 def _check_report_path(html: str, inputs: list[str]) -> None:
-    """Refuses an HTML report path that names one of the inputs (or matches a glob of
-    them): the report would replace the data it describes."""
+    """Refuses an HTML report path, of a file that exists, that names one of the inputs
+    (or matches a glob of them): the report would replace the data it describes."""
     import fnmatch
     import os
 
@@ -89,9 +89,10 @@ def stats(
     between splits (anomalies). Prints a summary, or JSON with --json."""
     if bool(paths) == bool(splits):
         raise click.UsageError("give PATHS or --split SPLIT=PATH, not both or neither")
-    if html:
+    if html and exists(html, storage_options()):
+        # A report replaces only a file that is there: one among the inputs never.
         _check_report_path(html, [*paths, *(p for ps in (splits or {}).values() for p in ps)])
-        if not overwrite and exists(html, storage_options()):
+        if not overwrite:
             fail(FileExistsError(17, "a file is there already; pass --overwrite", html))
     try:
         report = compute(
