@@ -229,6 +229,23 @@ def test_every_subcommand_has_a_bad_input_case():
     assert set(main.commands) <= covered
 
 
+def test_verify_and_repair_say_which_compression_a_file_looks_like(work, tmp_path):
+    gz = tmp_path / "good.tfrecord.gz"
+    with tfr.RecordWriter(str(gz), "gzip") as w:
+        w.write_many(tfr.read_records(str(work / "good.tfrecord")))
+    read_plain = tfrecordkit("verify", str(gz), "--compression", "none", cwd=work)
+    assert read_plain.returncode == FAILURE
+    assert "the file looks GZIP-compressed: read it with --compression gzip" in read_plain.stdout
+    read_gzip = tfrecordkit("verify", "good.tfrecord", "--compression", "gzip", cwd=work)
+    assert "the file looks uncompressed: read it with --compression none" in read_gzip.stdout
+    kept = tmp_path / "kept.tfrecord"
+    repaired = tfrecordkit("repair", str(gz), "-o", str(kept), "--compression", "none", cwd=work)
+    assert repaired.returncode == FAILURE
+    assert repaired.stderr.startswith("error: no intact record to salvage, nothing written: ")
+    assert "read it with --compression gzip" in repaired.stderr
+    assert not kept.exists()
+
+
 def test_verify_names_other_formats_and_totals(work):
     done = tfrecordkit("verify", "picture.png", "table.csv", "good.tfrecord", cwd=work)
     assert done.returncode == FAILURE

@@ -90,9 +90,12 @@ fn is_zlib_header(cmf: u8, flg: u8) -> bool {
 pub fn suggest(used: Compression, head: &[u8]) -> Option<String> {
     let likely = Compression::sniff(head)?;
     (likely != used).then(|| {
+        let looks = match likely {
+            Compression::None => "uncompressed".to_owned(),
+            other => format!("{}-compressed", other.name().to_uppercase()),
+        };
         format!(
-            "; the file looks {}-compressed: read it with compression=\"{}\"",
-            likely.name().to_uppercase(),
+            "; the file looks {looks}: read it with compression=\"{}\"",
             likely.name()
         )
     })

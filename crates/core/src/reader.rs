@@ -374,6 +374,12 @@ impl<R: Read> RecordReader<R> {
                 Err(e) => return self.fail(e),
             }
         }
+        let mut err = err;
+        if offset == 0 && err.kind != crate::ErrorKind::Io {
+            if let Some(hint) = suggest(self.src.compression(), &self.head) {
+                err.message.push_str(&hint);
+            }
+        }
         self.start += 1;
         self.offset += 1;
         match self.scan() {

@@ -267,7 +267,8 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
         click.echo(f"{status:8} {r.path}: {r.records:,} good records")
         for d in r.damage:
             click.echo(
-                f"         record {d.record_index} at offset {d.offset}: {d.error}: {d.message}"
+                f"         record {d.record_index} at offset {d.offset}: {d.error}: "
+                f"{_message(d.message)}"
             )
         if r.lost_bytes:
             click.echo(f"         {r.lost_bytes:,} bytes lost in all")
@@ -392,7 +393,9 @@ def repair(src: str, output: str, overwrite: bool, as_json: bool, compression: s
         click.echo(f"kept {report.records:,} records in {output}")
         for d in report.damage:
             where = f"bytes {d.lost[0]}-{d.lost[1]}" if d.lost else f"offset {d.offset}"
-            click.echo(f"lost    record {d.record_index}, {where}: {d.error}: {d.message}")
+            click.echo(
+                f"lost    record {d.record_index}, {where}: {d.error}: {_message(d.message)}"
+            )
         if report.failure:
             click.echo(f"stopped {report.failure}")
     if not report.ok:
@@ -610,22 +613,10 @@ def reshard(
 def demo(directory: str, num: int) -> None:
     """Write, verify and parse a sample dataset; convert a generated image table, read it
     back through a pipeline and decode its images."""
-    from .demo import run
+    from .demo import claim, run
 
-    # The demo's own directory says so: a run replaces what an earlier run wrote there,
-    # and nothing else.
-    marker = os.path.join(directory, ".tfrecordkit-demo")
     try:
-        if os.path.exists(directory) and not os.path.isdir(directory):
-            raise NotADirectoryError(20, "a file is there, not a directory", directory)
-        if os.path.isdir(directory) and os.listdir(directory) and not os.path.exists(marker):
-            raise click.BadParameter(
-                f"{directory} holds files the demo did not write: give it a new or empty one",
-                param_hint="'--dir'",
-            )
-        os.makedirs(directory, exist_ok=True)
-        with open(marker, "w", encoding="utf-8") as f:
-            f.write("written by tfrecordkit demo, which replaces what it wrote here\n")
+        claim(directory)
     except OSError as err:
         _fail(err)
     sys.exit(run(directory, num, click.echo))

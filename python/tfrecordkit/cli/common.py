@@ -51,9 +51,12 @@ def storage_options() -> dict[str, Any] | None:
     return click.get_current_context().find_root().obj
 
 
-def message(err: BaseException) -> str:
-    """One line for an error: an OS error without its errno, API flags as CLI flags."""
-    if isinstance(err, OSError) and err.strerror:
+def message(err: BaseException | str) -> str:
+    """One line for an error (or an error's text): an OS error without its errno, API
+    flags as CLI flags."""
+    if isinstance(err, str):
+        text = err
+    elif isinstance(err, OSError) and err.strerror:
         text = err.strerror if err.filename is None else f"{err.strerror}: {err.filename}"
     else:
         text = str(err)

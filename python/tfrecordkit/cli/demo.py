@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Callable
 
+import click
 import numpy as np
 
 from ..datasets.index import count
@@ -35,6 +36,22 @@ def sample_columns(n: int, seed: int = 0) -> dict[str, np.ndarray]:
         "feature2": STRINGS[feature1],
         "feature3": rng.standard_normal(n),
     }
+
+
+def claim(directory: str) -> None:
+    """Makes ``directory`` the demo's, marked as such: a new or empty one, or one an earlier
+    run marked (whose files a run replaces). A directory of other files is refused."""
+    marker = os.path.join(directory, ".tfrecordkit-demo")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise NotADirectoryError(20, "a file is there, not a directory", directory)
+    if os.path.isdir(directory) and os.listdir(directory) and not os.path.exists(marker):
+        raise click.BadParameter(
+            f"{directory} holds files the demo did not write: give it a new or empty one",
+            param_hint="'--dir'",
+        )
+    os.makedirs(directory, exist_ok=True)
+    with open(marker, "w", encoding="utf-8") as f:
+        f.write("written by tfrecordkit demo, which replaces what it wrote here\n")
 
 
 def run(directory: str, n: int, echo: Callable[[str], None]) -> int:

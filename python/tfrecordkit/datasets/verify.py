@@ -80,9 +80,11 @@ def repair(
     Damaged records are dropped, the reader resynchronizes past damaged headers and drops a
     torn tail; the returned report says what was kept and what was lost. A source that
     is not a TFRecord file at all (a PNG, a CSV) raises ``NotTFRecordError`` instead, and
-    nothing is written. ``dst`` appears only once complete (written atomically); an
-    existing ``dst`` is refused unless ``overwrite=True``. Either may be a URL (a URL
-    ``dst`` is written locally, then put with no replace unless ``overwrite``).
+    one that looks compressed otherwise than ``compression`` says, with no intact record
+    read, ``DataLossError`` (naming the compression to read it with); nothing is written.
+    ``dst`` appears only once complete (written atomically); an existing ``dst`` is
+    refused unless ``overwrite=True``. Either may be a URL (a URL ``dst`` is written
+    locally, then put with no replace unless ``overwrite``).
     """
     # file:// URLs are local paths.
     src, dst = (os.fspath(p).removeprefix("file://") for p in (src, dst))
@@ -115,6 +117,16 @@ def repair(
         report = _scan(src, compression, lambda batch: writer.write_many(batch), options)
         if report.foreign:
             raise _nothing_salvaged(src, report.damage[0])
+        if report.records == 0 and report.damage and "the file looks" in report.damage[0].message:
+            # Read with the wrong compression: an empty file would salvage nothing of it.
+            first = report.damage[0]
+            raise DataLossError(
+                f"no intact record to salvage, nothing written: {first.message}",
+                src,
+                first.offset,
+                first.record_index,
+                lost=first.lost,
+            )
         info = writer.finish()
     except BaseException:
         writer.abort()
