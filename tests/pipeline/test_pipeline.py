@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -304,6 +305,24 @@ def test_batch_after_map_stacks_scalars_by_numpy_rules(shards, helpers):
     # Scalars and arrays together cannot be one array: a list of them, as before.
     (odd,) = list(ds.map(lambda e: e["x"] if e["id"] else e["id"]).batch(4))
     assert isinstance(odd, list) and len(odd) == 4
+
+
+@pytest.mark.parametrize(
+    ("f", "message"),
+    [
+        (lambda e: {"a": 1} if e["id"] == 0 else {"a": 2, "b": 3}, "element 1 is a dict of"),
+        (lambda e: {"a": 1} if e["id"] % 2 == 0 else {"b": 2}, "element 1 is a dict of"),
+        (lambda e: {"a": 1} if e["id"] == 0 else 5, "element 1 is an int, where element 0"),
+        (lambda e: {"a": 1} if e["id"] == 0 else {"a": "s"}, "element 1 (at ['a']) is of dtype"),
+        (lambda e: (b"x", 1) if e["id"] == 0 else (1, 1), "element 1 (at [0]) is an int"),
+        (lambda e: (1, 2) if e["id"] == 0 else (1,), "element 1 is a tuple of 1"),
+    ],
+)
+def test_batch_after_map_refuses_elements_of_another_structure(shards, helpers, f, message):
+    # As tf.data refuses to batch them, rather than dropping keys or making text of numbers.
+    ds = tfr.Dataset.from_files(shards([4])).parse(helpers.SCHEMA).map(f).batch(4)
+    with pytest.raises(TypeError, match=re.escape(message)):
+        list(ds)
 
 
 def test_rows_of_columns():

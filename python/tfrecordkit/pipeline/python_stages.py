@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -135,16 +135,32 @@ def collate(elements: list[Any], keys: list[Any] | None) -> Pair:
     return flat, stack(elements)
 
 
-def stack(elements: Sequence[Any]) -> Any:
+def stack(elements: Sequence[Any], where: str = "") -> Any:
     """Stacks elements into a batch as ``batch`` does: dicts and tuples key by key, arrays of
     one shape along a new first axis, 1-D arrays of different lengths as a :class:`Ragged`,
-    bytes and str as an object array, anything else as a list."""
+    bytes and str as an object array, anything else as a list. Elements of different
+    structures or types are refused, as tf.data refuses them, naming the first that
+    differs from the batch's first (``where``: the component, in a nested element)."""
     first = elements[0]
     if isinstance(first, dict):
-        return {k: stack([e[k] for e in elements]) for k in first}
+        for i, e in enumerate(elements):
+            if not isinstance(e, dict) or e.keys() != first.keys():
+                _unlike(where, i, f"{_shape_of(e)}, where element 0 is {_shape_of(first)}")
+        return {k: stack([e[k] for e in elements], f"{where}[{k!r}]") for k in first}
     if isinstance(first, tuple):
-        return tuple(stack(list(col)) for col in zip(*elements, strict=True))
+        for i, e in enumerate(elements):
+            if not isinstance(e, tuple) or len(e) != len(first):
+                _unlike(where, i, f"{_shape_of(e)}, where element 0 is {_shape_of(first)}")
+        return tuple(
+            stack(list(col), f"{where}[{j}]") for j, col in enumerate(zip(*elements, strict=True))
+        )
+    for i, e in enumerate(elements):
+        if isinstance(e, (dict, tuple)) or (e is None) != (first is None):
+            _unlike(where, i, f"{_shape_of(e)}, where element 0 is {_shape_of(first)}")
     if isinstance(first, (bytes, str)):
+        for i, e in enumerate(elements):
+            if not isinstance(e, (bytes, str)):
+                _unlike(where, i, f"{_a(type(e).__name__)}, where element 0 is text")
         return object_array(elements)
     if isinstance(first, np.generic):
         # NumPy scalars: one array, without an array per element.
@@ -152,9 +168,13 @@ def stack(elements: Sequence[Any]) -> Any:
             scalars = np.array(elements)
         except ValueError:  # not all scalars
             scalars = None
-        if scalars is not None and scalars.ndim == 1 and scalars.dtype != object:
+        if scalars is not None and scalars.ndim == 1 and scalars.dtype.kind in "biufc":
             return scalars
     arrays = [np.asarray(e) for e in elements]
+    numeric = arrays[0].dtype.kind in "biufc"
+    for i, a in enumerate(arrays):
+        if (a.dtype.kind in "biufc") != numeric:
+            _unlike(where, i, f"of dtype {a.dtype}, where element 0 is of dtype {arrays[0].dtype}")
     if all(a.shape == arrays[0].shape for a in arrays):
         return np.stack(arrays)
     if all(a.ndim == 1 for a in arrays):
@@ -162,6 +182,27 @@ def stack(elements: Sequence[Any]) -> Any:
         np.cumsum([len(a) for a in arrays], out=splits[1:])
         return Ragged(np.concatenate(arrays), splits)
     return list(elements)
+
+
+def _shape_of(e: Any) -> str:
+    """What kind of element ``e`` is, for a message."""
+    if isinstance(e, dict):
+        return f"a dict of {sorted(map(str, e))}"
+    if isinstance(e, tuple):
+        return f"a tuple of {len(e)}"
+    return "None" if e is None else _a(type(e).__name__)
+
+
+def _a(name: str) -> str:
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _unlike(where: str, i: int, what: str) -> NoReturn:
+    part = f" (at {where})" if where else ""
+    raise TypeError(
+        f"batch: element {i}{part} is {what}; the elements of a batch have one structure "
+        "and one type"
+    )
 
 
 def object_array(items: Sequence[Any]) -> np.ndarray:
