@@ -84,8 +84,12 @@ class ImageOptions:
             crop = None
         else:
             crop = tuple(float(x) for x in random_crop)  # type: ignore[assignment]
-        if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"seed must be a non-negative int or None, not {seed!r}")
+        if seed is not None and (
+            not isinstance(seed, (int, np.integer))
+            or isinstance(seed, bool)
+            or not 0 <= seed < 2**64
+        ):
+            raise ValueError(f"seed must be an int from 0 to 2**64 - 1, or None, not {seed!r}")
         options = cls(
             int(channels),
             size,

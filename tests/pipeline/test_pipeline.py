@@ -364,6 +364,11 @@ def test_misuse_is_reported_clearly(shards, helpers):
         files.interleave().batch(0)
     with pytest.raises(ValueError, match="buffer_size"):
         files.interleave().shuffle(-1)
+    # A seed is 64 bits: a larger one is refused, not cut to its low bits.
+    for seed in (-1, 2**64, True, 1.5):
+        with pytest.raises(ValueError, match=r"seed must be an int from 0 to 2\*\*64 - 1"):
+            files.interleave().shuffle(10, seed=seed)
+    assert list(files.interleave().shuffle(10, seed=2**64 - 1)) != []
     with pytest.raises(ValueError, match="index"):
         files.shard(2, 2)
     # Sizes that would start threads or take memory up front without bound are refused,
@@ -475,6 +480,12 @@ def test_resume_equals_uninterrupted(shards, helpers):
     other = tfr.Dataset.from_files(paths).batch(16)
     with pytest.raises(ValueError, match="different pipeline"):
         other.iterate(state=state)
+    # A state that is not one state() returned is refused, as is an epoch beside it.
+    for bad in ({**state, "position": -1}, {**state, "position": 3.9}, {"epoch": 0}, "abc"):
+        with pytest.raises(ValueError, match="state"):
+            ds.iterate(state=bad)
+    with pytest.raises(ValueError, match="give epoch or state, not both"):
+        ds.iterate(epoch=1, state=state)
     unseeded = tfr.Dataset.from_files(paths).shuffle(10)
     with pytest.raises(ValueError, match="seed"):
         iter(unseeded).state()

@@ -31,6 +31,7 @@ from ..schema.sequence import as_sequence_schema
 from ..schema.tensors import parse_tensor, tensor_dtype
 from . import plan as _plan
 from . import python_stages as _stages
+from .iterator import DatasetIterator, state_of
 from .plan import (
     Batch,
     Cache,
@@ -406,10 +407,13 @@ class Dataset:
         deterministic interleave).
         """
         if state is not None:
+            if epoch is not None:
+                raise ValueError("give epoch or state, not both: a state holds its epoch")
+            epoch, position = state_of(state)
             if state.get("fingerprint") != self._fingerprint():
                 raise ValueError("this state was saved from a different pipeline")
             self._check_deterministic()
-            return DatasetIterator(self, int(state["epoch"]), int(state["position"]))
+            return DatasetIterator(self, epoch, position)
         if epoch is None:
             epoch = self._iterations
             self._iterations += 1
@@ -618,53 +622,12 @@ class Dataset:
         return _plan.elements(self._source, self._compile(), epoch)
 
 
-class DatasetIterator(Iterator[Any]):
-    """Iterates one epoch of a :class:`Dataset`; :meth:`state` saves the position."""
-
-    def __init__(self, dataset: Dataset, epoch: int, position: int) -> None:
-        self._dataset = dataset
-        self.epoch = epoch
-        self.position = 0
-        self._it = dataset._elements(epoch)
-        for _ in range(position):
-            try:
-                next(self._it)
-            except StopIteration:
-                raise ValueError(
-                    f"cannot resume at element {position}: the epoch has only {self.position}"
-                ) from None
-            self.position += 1
-
-    def __iter__(self) -> DatasetIterator:
-        return self
-
-    def __next__(self) -> Any:
-        element = next(self._it)
-        self.position += 1
-        return element
-
-    def state(self) -> dict[str, Any]:
-        """A small JSON-able position; ``dataset.iterate(state=...)`` resumes from it."""
-        self._dataset._check_deterministic()
-        return {
-            "epoch": self.epoch,
-            "position": self.position,
-            "fingerprint": self._dataset._fingerprint(),
-        }
-
-    def close(self) -> None:
-        """Stops the pipeline's threads now rather than when the iterator is collected."""
-        close = getattr(self._it, "close", None)
-        if close is not None:
-            close()
-
-
 def _seed(seed: Any) -> int | None:
     if seed is None:
         return None
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int or None, not {seed!r}")
-    return int(seed) & _MASK
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed <= _MASK:
+        raise ValueError(f"seed must be an int from 0 to 2**64 - 1, or None, not {seed!r}")
+    return int(seed)
 
 
 def _check_count(

@@ -44,6 +44,7 @@ pub fn count_after(n: Cardinality, ops: &[Counted]) -> Cardinality {
         (Counted::Repeat(Some(0)), _) => Known(0),
         (Counted::Repeat(Some(c)), Known(k)) => k.checked_mul(c).map_or(Unknown, Known),
         (Counted::Repeat(Some(_)), n) => n,
+        (Counted::Take(0), _) => Known(0),
         (Counted::Take(c), Infinite) => Known(c),
         (Counted::Take(c), Known(k)) => Known(k.min(c)),
         (Counted::Skip(c), Known(k)) => Known(k.saturating_sub(c)),
@@ -165,6 +166,9 @@ mod tests {
             Known(12)
         );
         assert_eq!(count_after(Known(4), &[Counted::Repeat(None)]), Infinite);
+        // Nothing taken is nothing, however many there were; repeated, still nothing.
+        let none_taken = [Counted::Take(0), Counted::Repeat(None)];
+        assert_eq!(count_after(Unknown, &none_taken), Known(0));
         assert_eq!(count_after(Known(0), &[Counted::Repeat(None)]), Known(0));
         assert_eq!(count_after(Unknown, &[Counted::Repeat(Some(0))]), Known(0));
         let endless = [Counted::Repeat(None), Counted::Take(7), batch(2, false)];
