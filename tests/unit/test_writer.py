@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 
@@ -88,6 +89,25 @@ def test_abort_discards(tmp_path):
     w.write(b"zzz")
     w.abort()
     assert not path.exists() and os.listdir(tmp_path) == []
+
+
+def test_a_writer_never_closed_leaves_nothing_and_says_so(tmp_path):
+    # An exception outside a `with` leaves the writer to the garbage collector: the
+    # records before it are not given the final name as though the file were whole.
+    path = tmp_path / "unclosed.tfrecord"
+
+    def job():
+        w = tfr.RecordWriter(path)
+        for i in range(10):
+            if i == 5:
+                raise RuntimeError("stopped halfway")
+            w.write(b"%d" % i)
+
+    with pytest.warns(RuntimeWarning, match="collected without close.*5 records were discarded"):
+        with pytest.raises(RuntimeError):
+            job()
+        gc.collect()
+    assert os.listdir(tmp_path) == []
 
 
 def test_existing_file_is_replaced_only_at_close(tmp_path, u):

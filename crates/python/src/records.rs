@@ -631,8 +631,8 @@ impl RecordWriter {
         limit: Option<u64>,
         seen: Option<PyRefMut<'_, RowSummary>>,
     ) -> PyResult<(usize, u64, u64, bool, bool)> {
-        let mut seen = seen;
         crate::errors::guard("RecordWriter.write_rows", || {
+            let mut seen = seen;
             let end = end.unwrap_or(items.len()).min(items.len());
             let (mut at, mut records, mut bytes) = (start, 0u64, 0u64);
             let (mut raw, mut rows) = (false, false);
@@ -1143,17 +1143,18 @@ impl RowSummary {
 
     /// Each feature's `(types, fewest, most, rows)`: the types of its values (`"int64"`,
     /// `"float32"`, `"bytes"`; none where every row held an empty list), the fewest and
-    /// the most values a row had, and how many rows had it.
-    /// In the order first seen.
+    /// the most values a row had, and how many rows had it; in the order first seen.
     fn features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let out = PyDict::new(py);
-        for seen in &self.features {
-            let kinds: Vec<&str> = (0..3)
-                .filter(|bit| seen.kinds & (1 << bit) != 0)
-                .map(|bit| KIND_NAMES[bit])
-                .collect();
-            out.set_item(&seen.key, (kinds, seen.fewest, seen.most, seen.rows))?;
-        }
-        Ok(out)
+        crate::errors::guard("RowSummary.features", || {
+            let out = PyDict::new(py);
+            for seen in &self.features {
+                let kinds: Vec<&str> = (0..3)
+                    .filter(|bit| seen.kinds & (1 << bit) != 0)
+                    .map(|bit| KIND_NAMES[bit])
+                    .collect();
+                out.set_item(&seen.key, (kinds, seen.fewest, seen.most, seen.rows))?;
+            }
+            Ok(out)
+        })
     }
 }

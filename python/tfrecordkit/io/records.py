@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from types import TracebackType
@@ -317,7 +319,8 @@ class RecordWriter:
 
     With ``atomic=True`` (the default) records go to a hidden temporary file beside
     ``path`` that is renamed to ``path`` when the writer closes, so no reader ever sees a
-    half-written file. Leaving a ``with`` block by an exception discards the file instead.
+    half-written file. Leaving a ``with`` block by an exception discards the file instead,
+    as does a writer collected without :meth:`close` (with a ``RuntimeWarning``).
     ``flush()`` pushes buffered records through the compressor to the operating system.
     ``index=True`` also writes ``{path}.idx`` (one ``offset length`` line per record, the
     format DALI and the ``tfrecord`` package read), for uncompressed files.
@@ -358,7 +361,25 @@ class RecordWriter:
         elif level is not None:
             zlib["compression_level"] = level
         members = SEEKABLE_MEMBER_BYTES if seekable else None
+        self._atomic = atomic
         self._w = _core.RecordWriter(self.path, compression, zlib, atomic, index, members)
+
+    def __del__(self) -> None:
+        # A writer never closed may have stopped anywhere (an exception outside a `with`):
+        # its temporary file is discarded, never given the final name half written.
+        w = getattr(self, "_w", None)
+        if w is None or w.closed or not self._atomic:
+            return
+        n = w.records_written
+        w.abort()
+        with contextlib.suppress(Exception):  # the interpreter may be ending
+            warnings.warn(
+                f"RecordWriter({self.path!r}) was collected without close(): its {n:,} "
+                "records were discarded and nothing was written there; close() it, or "
+                "write in a `with` block",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def write(self, record: bytes) -> None:
         """Writes one record (any bytes-like object)."""

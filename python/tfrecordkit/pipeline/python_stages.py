@@ -171,10 +171,18 @@ def stack(elements: Sequence[Any], where: str = "") -> Any:
         if scalars is not None and scalars.ndim == 1 and scalars.dtype.kind in "biufc":
             return scalars
     arrays = [np.asarray(e) for e in elements]
-    numeric = arrays[0].dtype.kind in "biufc"
-    for i, a in enumerate(arrays):
-        if (a.dtype.kind in "biufc") != numeric:
-            _unlike(where, i, f"of dtype {a.dtype}, where element 0 is of dtype {arrays[0].dtype}")
+    # Numbers and text do not stack into one array (NumPy would make text of the numbers).
+    kinds = [
+        "number" if a.dtype.kind in "biufc" else "text" if a.dtype.kind in "US" else None
+        for a in arrays
+    ]
+    for i, kind in enumerate(kinds):
+        if kind is not None and kinds[0] is not None and kind != kinds[0]:
+            _unlike(
+                where,
+                i,
+                f"of dtype {arrays[i].dtype}, where element 0 is of dtype {arrays[0].dtype}",
+            )
     if all(a.shape == arrays[0].shape for a in arrays):
         return np.stack(arrays)
     if all(a.ndim == 1 for a in arrays):
