@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import math
 
 import numpy as np
@@ -462,3 +463,18 @@ def test_default_progress_writes_nothing_to_stdout(tmp_path, capsys):
     m = tfr.write_dataset(iter([b"a", b"b"]), tmp_path / "pr2", num_shards=2)
     assert m.records == 2
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        (pd.Series(pd.to_datetime(["2020-01-01", "2021-06-01"])), "holds Timestamp values"),
+        ([decimal.Decimal("1.5"), decimal.Decimal("2")], "holds Decimal values"),
+        ([1, decimal.Decimal("2")], "mixes numbers with Decimal values"),
+        ([{"a": 1}, {"a": 2}], "holds dict values"),
+    ],
+)
+def test_a_column_of_values_no_feature_holds_says_what_they_are(column, message):
+    data = pd.DataFrame({"c": column}) if isinstance(column, pd.Series) else {"c": column}
+    with pytest.raises(TypeError, match=f"column 'c' {message}"):
+        tfr.encode_examples(data)

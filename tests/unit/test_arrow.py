@@ -56,6 +56,13 @@ def test_read_table_infers_the_schema_and_picks_columns(data):
     assert table.column("name").to_pylist()[:2] == ["n0", "n1"]
     with pytest.raises(KeyError, match="nope"):
         tfr.read_table(path, columns=["nope"])
+    # A str is a name, not a list of its letters; a name once, and text only of bytes.
+    with pytest.raises(TypeError, match="not the str 'id'"):
+        tfr.read_table(path, columns="id")
+    with pytest.raises(ValueError, match="columns names \\['id'\\] more than once"):
+        tfr.read_table(path, columns=["id", "id"])
+    with pytest.raises(ValueError, match="strings= names \\['id'\\], which are not bytes"):
+        tfr.read_table(path, strings=["id"])
 
 
 def test_nullable_features_are_null_where_an_example_lacks_them(tmp_path):

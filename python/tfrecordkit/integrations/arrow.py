@@ -191,6 +191,11 @@ def arrow_columns(
         both = sorted(set(context) & set(lists))
         raise ValueError(f"{both} name both context features and feature lists")
     if columns is not None:
+        if isinstance(columns, str):
+            raise TypeError(f"columns is a list of feature names, not the str {columns!r}")
+        repeated = sorted({c for c in columns if list(columns).count(c) > 1})
+        if repeated:
+            raise ValueError(f"columns names {repeated} more than once; a table has one of each")
         missing = [c for c in columns if c not in names]
         if missing:
             raise KeyError(f"columns {missing} are not in the schema {names}")
@@ -198,6 +203,11 @@ def arrow_columns(
         context = Schema({c: context[c] for c in names if c in context})
         lists = None if lists is None else Schema({c: lists[c] for c in names if c in lists})
     text_features(strings, names)
+    if not isinstance(strings, bool):
+        specs = {**context, **(lists or {})}
+        numbers = [k for k in strings if getattr(specs[k], "dtype", "bytes") != "bytes"]
+        if numbers:
+            raise ValueError(f"strings= names {numbers}, which are not bytes features")
     kinds = {k: arrow_type(pa, s, is_text(strings, k), key=k) for k, s in context.items()}
     for k, s in (lists or {}).items():
         kinds[k] = arrow_type(pa, s, is_text(strings, k), steps=True, key=k)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from ..io.paths import quote
 from .features import FixedLen, FixedLenSequence, Schema, Spec, VarLen
 
 __all__ = ["Table", "as_table"]
@@ -162,7 +163,15 @@ def _objects(name: str, items: Sequence[Any], nan_is_null: bool = False) -> Colu
         raise TypeError(f"column {name!r}: cannot store these values: {err}") from None
     _refuse_ints_beyond_int64(name, filled, arr)
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"column {name!r} mixes numbers with other values")
+        numbers = (bool, int, float, np.bool_, np.integer, np.floating)
+        odd = next(v for v in present if not isinstance(v, numbers))
+        what = f"{type(odd).__name__} values such as {quote(repr(odd), 40)}"
+        if isinstance(first, numbers):
+            raise TypeError(f"column {name!r} mixes numbers with {what}")
+        raise TypeError(
+            f"column {name!r} holds {what}, which no feature holds: features hold numbers "
+            "(int64, float32) or bytes and str; convert the column first"
+        )
     col = _fixed(name, arr, mask)
     col.shape = () if mask is None else None
     return col
