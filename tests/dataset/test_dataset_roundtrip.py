@@ -478,3 +478,12 @@ def test_a_column_of_values_no_feature_holds_says_what_they_are(column, message)
     data = pd.DataFrame({"c": column}) if isinstance(column, pd.Series) else {"c": column}
     with pytest.raises(TypeError, match=f"column 'c' {message}"):
         tfr.encode_examples(data)
+
+
+@pytest.mark.parametrize(
+    ("column", "row"),
+    [([[[1, 2], [3]], [[4]]], 0), ([[1, 2], [[3]]], 1), ([np.zeros((2, 2))] * 2, 0)],
+)
+def test_a_column_of_lists_of_lists_names_the_row(column, row):
+    with pytest.raises(TypeError, match=f"column 'c': row {row} holds lists in its list"):
+        tfr.encode_examples({"c": column})

@@ -448,3 +448,13 @@ def test_a_compiled_schema_with_nullable_features_masks_their_missing_rows():
     lists = tfr.Schema({"v": tfr.VarLen("int64")}).compiled(nullable=["v"])
     with pytest.raises(ValueError, match="read_arrow"):
         lists.outputs(_core.parse_examples(records, lists))
+
+
+def test_records_that_are_not_bytes_are_named():
+    schema = {"x": tfr.FixedLen([], "int64")}
+    with pytest.raises(TypeError, match="the record is a str, not bytes"):
+        tfr.parse_example("abc", schema)
+    with pytest.raises(TypeError, match="record 1 is None, not bytes"):
+        tfr.parse_examples([tfr.encode_example({"x": 1}), None], schema)
+    with pytest.raises(TypeError, match="records is one bytes: parse_examples takes a list"):
+        tfr.parse_examples(tfr.encode_example({"x": 1}), schema)

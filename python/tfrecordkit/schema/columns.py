@@ -217,6 +217,18 @@ def _lists(name: str, items: Sequence[Any], nulls: list[bool], mask: np.ndarray 
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     flat = [x for r in rows for x in (r.tolist() if isinstance(r, np.ndarray) else r)]
+    if any(isinstance(x, (list, tuple, np.ndarray)) for x in flat):
+        row = next(
+            i
+            for i, r in enumerate(rows)
+            if (isinstance(r, np.ndarray) and r.ndim > 1)
+            or any(isinstance(x, (list, tuple, np.ndarray)) for x in r)
+        )
+        raise TypeError(
+            f"column {name!r}: row {row} holds lists in its list; a feature holds one flat "
+            "list of values per row (a column given as one NumPy array of shape [rows, ...] "
+            "is flattened row by row)"
+        )
     if flat and isinstance(flat[0], (bytes, str, bytearray, np.bytes_)):
         return Column([_to_bytes(name, x) for x in flat], 0, offsets, mask, "bytes", None)
     arr = np.asarray(flat) if flat else np.zeros(0, dtype=np.int64)

@@ -638,14 +638,41 @@ def parse_examples(records: Iterable[bytes], schema: Schema | Mapping[str, Any])
            [3, 4]])
     """
     schema = _as_schema(schema)
+    if isinstance(records, (bytes, bytearray, memoryview, str)):
+        raise TypeError(
+            f"records is one {type(records).__name__}: parse_examples takes a list of "
+            "serialized Examples, parse_example one"
+        )
     if not isinstance(records, (list, tuple)):
         records = list(records)
-    return schema.outputs(_core.parse_examples(records, schema.compiled()))
+    try:
+        parsed = _core.parse_examples(records, schema.compiled())
+    except TypeError:
+        kinds = (bytes, bytearray, memoryview)
+        bad = next((i for i, r in enumerate(records) if not isinstance(r, kinds)), None)
+        if bad is None:
+            raise
+        raise TypeError(
+            f"record {bad} is {_what(records[bad])}, not bytes: Examples are "
+            "parsed from their serialized bytes"
+        ) from None
+    return schema.outputs(parsed)
+
+
+def _what(x: Any) -> str:
+    """``x``'s type, for a message: ``None``, ``a str``, ``an int``."""
+    name = type(x).__name__
+    return "None" if x is None else f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
 def parse_example(record: bytes, schema: Schema | Mapping[str, Any]) -> dict[str, Any]:
     """Parses one serialized Example: as :func:`parse_examples` without the batch axis
     (a ``VarLen`` feature gives its values array)."""
+    if not isinstance(record, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"the record is {_what(record)}, not bytes: an Example is parsed "
+            "from its serialized bytes"
+        )
     batch = parse_examples([record], schema)
     return {
         k: (v[0] if isinstance(v, (Ragged, Sparse, np.ndarray)) else v) for k, v in batch.items()
