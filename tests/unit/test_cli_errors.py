@@ -246,6 +246,28 @@ def test_verify_and_repair_say_which_compression_a_file_looks_like(work, tmp_pat
     assert not kept.exists()
 
 
+def test_verify_reports_a_file_it_cannot_read_and_goes_on(work, monkeypatch):
+    import tfrecordkit.cli as cli
+    from click.testing import CliRunner
+
+    real = cli.verify_files
+
+    def refusing(paths, **kw):
+        if paths[0].endswith("table.csv"):
+            raise PermissionError(13, "Permission denied", paths[0])
+        return real(paths, **kw)
+
+    monkeypatch.setattr(cli, "verify_files", refusing)
+    monkeypatch.chdir(work)
+    done = CliRunner().invoke(cli.main, ["verify", "table.csv", "good.tfrecord"])
+    assert done.exit_code == FAILURE
+    assert done.output.splitlines() == [
+        "ERROR    table.csv: Permission denied: table.csv",
+        "ok       good.tfrecord: 4 good records",
+        "total: 2 files (1 ok, 1 unreadable); 4 good records",
+    ]
+
+
 def test_verify_names_other_formats_and_totals(work):
     done = tfrecordkit("verify", "picture.png", "table.csv", "good.tfrecord", cwd=work)
     assert done.returncode == FAILURE

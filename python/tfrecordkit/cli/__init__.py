@@ -28,12 +28,14 @@ from ..datasets.manifest import MAX_SHARDS
 from ..datasets.verify import verify as verify_files
 from ..errors import ExampleDecodeError, TFRecordError
 from ..io.records import read_records
+from ..io.reports import FileReport
 from ..schema.example import decode_sequence_example, foreign
 from .common import COMPRESSION, pipes_opened
 from .common import fail as _fail
 from .common import input_compression as _c
 from .common import message as _message
 from .common import storage_options as _so
+from .common import verify_total as _verify_total
 from .sheet import inspect as _inspect
 from .stats import stats as _stats
 
@@ -251,14 +253,27 @@ def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report per file.")
 @COMPRESSION
 def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
-    """Check every checksum in PATHS; exit 1 if anything is damaged."""
+    """Check every checksum in PATHS; exit 1 if anything is damaged or cannot be read."""
+    from ..io.paths import expand_paths
+
     try:
-        reports = verify_files(list(paths), compression=_c(compression), storage_options=_so())
+        files = expand_paths(list(paths), storage_options=_so())
     except (OSError, ValueError) as err:
         _fail(err)
+    reports: list[Any] = []
+    unreadable = set()
+    for f in files:
+        try:
+            reports += verify_files([f], compression=_c(compression), storage_options=_so())
+        except OSError as err:  # this file cannot be read: the others still are
+            reports.append(FileReport(f, failure=_message(err)))
+            unreadable.add(f)
     for r in reports:
         if as_json:
             click.echo(_dumps(r.to_dict()))
+            continue
+        if r.path in unreadable:
+            click.echo(f"{'ERROR':8} {r.path}: {r.failure}")
             continue
         if r.foreign:
             click.echo(f"{'INVALID':8} {r.path}: {r.damage[0].message}")
@@ -275,23 +290,9 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
         if r.failure:
             click.echo(f"         {r.failure}")
     if not as_json:
-        click.echo(_verify_total(reports))
+        click.echo(_verify_total(reports, unreadable))
     if not all(r.ok for r in reports):
         sys.exit(1)
-
-
-def _verify_total(reports: list[Any]) -> str:
-    files = f"{len(reports):,} file{'s' if len(reports) != 1 else ''}"
-    kinds = {
-        "ok": sum(r.ok for r in reports),
-        "damaged": sum(not r.ok and not r.foreign for r in reports),
-        "not TFRecord": sum(r.foreign for r in reports),
-    }
-    states = ", ".join(f"{n:,} {kind}" for kind, n in kinds.items() if n)
-    records = sum(r.records for r in reports)
-    lost = sum(r.lost_bytes for r in reports if not r.foreign)
-    tail = f", {lost:,} bytes lost" if lost else ""
-    return f"total: {files} ({states}); {records:,} good records{tail}"
 
 
 @main.command()

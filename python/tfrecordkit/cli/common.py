@@ -71,3 +71,20 @@ def fail(err: BaseException) -> NoReturn:
         raise err
     click.echo(f"error: {message(err)}", err=True)
     sys.exit(1)
+
+
+def verify_total(reports: list[Any], unreadable: set[str]) -> str:
+    """The last line of ``verify``: how many files were ok, damaged, not TFRecord files or
+    unreadable, and the records and bytes in all."""
+    files = f"{len(reports):,} file{'s' if len(reports) != 1 else ''}"
+    kinds = {
+        "ok": sum(r.ok for r in reports),
+        "damaged": sum(not r.ok and not r.foreign and r.path not in unreadable for r in reports),
+        "not TFRecord": sum(r.foreign for r in reports),
+        "unreadable": len(unreadable),
+    }
+    states = ", ".join(f"{n:,} {kind}" for kind, n in kinds.items() if n)
+    records = sum(r.records for r in reports)
+    lost = sum(r.lost_bytes for r in reports if not r.foreign)
+    tail = f", {lost:,} bytes lost" if lost else ""
+    return f"total: {files} ({states}); {records:,} good records{tail}"
