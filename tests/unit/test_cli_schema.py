@@ -45,3 +45,13 @@ def test_schema_command_shows_the_feature_lists_of_sequence_examples(tmp_path):
     assert tfr.Schema.from_dict(both["context"]) == {"id": tfr.FixedLen([], "int64")}
     lists = tfr.Schema.from_dict(both["feature_lists"])
     assert lists == {"xy": tfr.FixedLenSequence([2], "int64", allow_missing=True)}
+
+
+def test_schema_of_a_file_without_records_says_there_is_nothing_to_show(tmp_path):
+    path = tmp_path / "empty.tfrecord"
+    path.write_bytes(b"")
+    result = CliRunner().invoke(main, ["schema", str(path)])
+    assert result.exit_code == 0
+    assert (
+        result.output == "note: no features to show: no record read holds a feature with values\n"
+    )

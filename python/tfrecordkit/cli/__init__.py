@@ -326,6 +326,10 @@ def schema(paths: tuple[str, ...], sample: int, as_json: bool, compression: str)
         return
     rows = [(key, spec, "") for key, spec in guessed.items()]
     rows += [(key, spec, "(feature list)") for key, spec in (lists or {}).items()]
+    if not rows:
+        click.echo(
+            "note: no features to show: no record read holds a feature with values", err=True
+        )
     for key, spec, note in rows:
         shape = getattr(spec, "shape", None)
         dims = "" if shape is None else str(list(shape))
