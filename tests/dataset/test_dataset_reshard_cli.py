@@ -39,7 +39,7 @@ def test_reshard_fixed_count_keeps_order(tmp_path, ds, inputs, n):
     out = tmp_path / "out" / "rs"
     result = _run("reshard", *paths, "-o", out, "-n", n)
     assert result.exit_code == 0, result.output
-    assert f"{len(recs):,} records into {n} shards" in result.output
+    assert f"{len(recs):,} records into {n} shard{'' if n == 1 else 's'} " in result.output
     m = tfr.Manifest.load(out)
     assert [s.file for s in m.shards] == [f"rs-{i:05d}-of-{n:05d}.tfrecord" for i in range(n)]
     assert ds.records(m.files) == recs

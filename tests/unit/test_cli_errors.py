@@ -314,6 +314,12 @@ def test_convert_says_where_the_discarded_rows_are(tmp_path):
     assert done.returncode == 1
     assert done.stderr == f"error: no row could be converted; the reasons are in {where}\n"
     assert "missing.png" in (tmp_path / where).read_text()
+    assert done.stdout.startswith("converted 0 rows into out; 1 discarded")
+    # A table of no rows at all is one error line, with no summary of nothing before it.
+    (tmp_path / "empty.csv").write_text("split,image_uri,label\n")
+    empty = tfrecordkit("convert", "empty.csv", "out2", cwd=tmp_path)
+    assert empty.returncode == 1 and empty.stdout == ""
+    assert empty.stderr == "error: empty.csv holds no rows to convert\n"
 
 
 def test_inspect_writes_beside_the_dataset(work):

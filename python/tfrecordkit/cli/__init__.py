@@ -492,7 +492,8 @@ def convert(
         )
     except (OSError, TFRecordError, ValueError, NotImplementedError, ImportError) as err:
         _fail(err)
-    click.echo(_dumps(asdict(summary)) if as_json else str(summary))
+    if as_json or summary.rows or summary.discarded:
+        click.echo(_dumps(asdict(summary)) if as_json else str(summary))
     if summary.discarded and not summary.rows:
         from ..io.paths import join
 
@@ -594,7 +595,8 @@ def reshard(
         click.echo(_dumps(manifest.to_dict()))
         return
     click.echo(
-        f"wrote {manifest.records:,} records into {len(manifest.shards)} shards "
+        f"wrote {manifest.records:,} records into {len(manifest.shards)} "
+        f"shard{'' if len(manifest.shards) == 1 else 's'} "
         f"({manifest.bytes:,} bytes); manifest {manifest.path}"
     )
 

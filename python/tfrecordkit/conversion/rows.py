@@ -84,8 +84,10 @@ class ConversionSummary:
         if self.discarded:
             where = join(self.output_dir, "discarded.csv")
             discarded += f" (the reasons are in {where})"
+        n = sum(self.rows.values())
+        splits = f" ({splits})" if splits else ""
         return (
-            f"converted {sum(self.rows.values()):,} rows ({splits}) into {self.output_dir}; "
+            f"converted {n:,} row{'' if n == 1 else 's'}{splits} into {self.output_dir}; "
             f"{discarded}; {self.bytes:,} bytes in {self.seconds:.1f}s"
         )
 
