@@ -173,6 +173,9 @@ def test_inspect_writes_a_contact_sheet(table, tmp_path):
     assert pixels.std() > 10  # images were drawn, not a blank page
     bad = CliRunner().invoke(main, ["inspect", str(tmp_path / "o"), "--split", "nope"])
     assert bad.exit_code == 1
+    assert "has no split 'nope': its splits are test, train, validation" in bad.output
+    missing = CliRunner().invoke(main, ["inspect", str(tmp_path / "nothing")])
+    assert missing.output == f"error: no such directory: {tmp_path / 'nothing'}\n"
     # An existing file is replaced only with --overwrite; the default sheet is redrawn.
     sheet.write_bytes(b"someone's picture")
     args = ["inspect", str(tmp_path / "o"), "-n", "4", "--out", str(sheet)]

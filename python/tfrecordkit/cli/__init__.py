@@ -228,7 +228,8 @@ def head(file: str, num: int, as_json: bool, compression: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print counts as JSON.")
 @COMPRESSION
 def count(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
-    """Count the records in PATHS (files or glob patterns)."""
+    """Count the records in PATHS (files or glob patterns), checking their lengths'
+    checksums; `verify` checks their data too."""
     from ..io.paths import expand_paths
 
     try:

@@ -3,6 +3,7 @@ with :func:`tfrecordkit.write_dataset`; reading a conversion back with ``tfr.loa
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import time
@@ -21,7 +22,16 @@ from ..datasets.manifest import Manifest
 from ..datasets.sources import SKIPPED
 from ..datasets.writer import Progress, write_dataset
 from ..integrations import tfds
-from ..io.paths import StorageOptions, exists, is_url, join, remove, write_file
+from ..io.paths import (
+    StorageOptions,
+    basename,
+    exists,
+    expand_paths,
+    is_url,
+    join,
+    remove,
+    write_file,
+)
 from ..io.records import read_records
 from ..io.sidecars import read_sidecar
 from ..pipeline.dataset import Dataset
@@ -236,6 +246,8 @@ def contact_sheet(
         label_key = next((k for k, kind in kinds.items() if kind == "ClassLabel"), None)
         names = info.labels.get(label_key or "")
     where = pattern if isinstance(pattern, str) else f"split {split!r} of {output_dir}"
+    if isinstance(pattern, str):
+        _check_split(output_dir, split, pattern, storage_options)
     tiles: list[tuple[Image.Image, str]] = []
     broken = 0
     for record in read_records(pattern, storage_options=storage_options):
@@ -290,6 +302,33 @@ def contact_sheet(
     sheet.save(png, format="PNG")
     write_file(target, png.getvalue(), storage_options, replace=overwrite)
     return target
+
+
+def _check_split(
+    output_dir: str, split: str, pattern: str, storage_options: StorageOptions
+) -> None:
+    """Refuses a directory that is not there, or that has no shards of ``split``, naming
+    the splits it has."""
+    if not is_url(output_dir):
+        local = os.path.expanduser(output_dir)
+        if not os.path.exists(local):
+            raise FileNotFoundError(errno.ENOENT, "no such directory", output_dir)
+        if not os.path.isdir(local):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", output_dir)
+    try:
+        expand_paths(pattern, storage_options=storage_options)
+        return
+    except FileNotFoundError:
+        pass
+    try:
+        shards = expand_paths(join(output_dir, "*-of-*"), storage_options=storage_options)
+    except FileNotFoundError:
+        shards = []
+    splits = sorted({basename(p).split("-")[0] for p in shards})
+    raise ValueError(
+        f"{output_dir} has no split {split!r}"
+        + (f": its splits are {', '.join(splits)}" if splits else ", nor any other split")
+    )
 
 
 def load(
