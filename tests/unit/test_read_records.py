@@ -209,7 +209,7 @@ def test_auto_detection_prefers_a_valid_plain_header(tmp_path, u, length):
 def test_write_many_stops_at_a_bad_item(tmp_path):
     path = tmp_path / "partial.tfrecord"
     with tfr.RecordWriter(path) as w:
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match=r"item 1: expected a bytes-like object, not str"):
             w.write_many([b"a", "not bytes", b"c"])
         assert w.records_written == 1
     assert list(tfr.read_records(path)) == [b"a"]

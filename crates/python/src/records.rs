@@ -605,7 +605,13 @@ impl RecordWriter {
             let mut n = 0;
             for item in records.try_iter()? {
                 let item = item?;
-                self.inner.write(&bytes_like(&item)?).py_err(py)?;
+                let record = bytes_like(&item).map_err(|e| {
+                    let why = e.value(py).to_string();
+                    pyo3::exceptions::PyTypeError::new_err(format!(
+                        "item {n}: {why} ({n} written before it)"
+                    ))
+                })?;
+                self.inner.write(&record).py_err(py)?;
                 n += 1;
             }
             Ok(n)
