@@ -185,3 +185,12 @@ def test_rows_fit_the_schema_given_as_tensorflow_parses_them(tmp_path, ds):
     spec = {"x": tf.io.FixedLenFeature([], tf.float32, default_value=-1.0)}
     parsed = tf.io.parse_example(ds.records(m.files), spec)["x"].numpy()
     assert parsed.tolist() == [float(i) if i % 500 else -1.0 for i in range(N)]
+
+
+@pytest.mark.parametrize("at", [1, 2_000])
+def test_rows_and_serialized_records_together_are_refused_and_leave_nothing(tmp_path, ds, at):
+    items: list = _late(N, at, {})
+    items[at] = tfr.encode_example({"x": at})
+    with pytest.raises(TypeError, match=r"the items mix rows \(dicts\) with serialized records"):
+        ds.write(ds.gen(items), tmp_path / "mixed")
+    assert list(tmp_path.iterdir()) == []

@@ -454,6 +454,15 @@ class _Items:
         while items := list(itertools.islice(self._it, self._size)):
             yield items, False
 
+    def _kind(self, kind: str) -> None:
+        """Notes that items of ``kind`` (``"rows"``, ``"bytes"``) came; both are refused."""
+        self.kinds.add(kind)
+        if len(self.kinds) > 1:
+            raise TypeError(
+                "the items mix rows (dicts) with serialized records (bytes): write_dataset "
+                "writes one or the other; encode the rows (encode_example) to write both"
+            )
+
     def record(self, item: Any) -> Any:
         """``item`` as the record written for it (``SKIPPED`` stays as it is)."""
         if item is SKIPPED:
@@ -461,10 +470,10 @@ class _Items:
         if isinstance(item, (bytes, bytearray, memoryview)):
             if not self.kinds:
                 self._bar.counts("records")
-            self.kinds.add("bytes")
+            self._kind("bytes")
             record = bytes(item)
         elif isinstance(item, Mapping):
-            self.kinds.add("rows")
+            self._kind("rows")
             row = item if isinstance(item, dict) else dict(item)
             record = _core.encode_row(row, self.typed, self.seen)
             if self._first:
@@ -498,9 +507,9 @@ class _Items:
             )
             at, written, records = at + taken, written + size, records + n
             if raw and not encoded:
-                self.kinds.add("bytes")
+                self._kind("bytes")
             if rows:
-                self.kinds.add("rows")
+                self._kind("rows")
             if at == end or (limit is not None and written >= limit):
                 break
             # An item the native writer does not take (a Mapping that is not a dict, a
