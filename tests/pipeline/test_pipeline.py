@@ -313,9 +313,13 @@ def test_batch_after_map_stacks_scalars_by_numpy_rules(shards, helpers):
         (lambda e: {"a": 1} if e["id"] == 0 else {"a": 2, "b": 3}, "element 1 is a dict of"),
         (lambda e: {"a": 1} if e["id"] % 2 == 0 else {"b": 2}, "element 1 is a dict of"),
         (lambda e: {"a": 1} if e["id"] == 0 else 5, "element 1 is an int, where element 0"),
-        (lambda e: {"a": 1} if e["id"] == 0 else {"a": "s"}, "element 1 (at ['a']) is of dtype"),
+        (
+            lambda e: {"a": 1} if e["id"] == 0 else {"a": "s"},
+            "element 1 (at ['a']) is a str, where",
+        ),
         (lambda e: (b"x", 1) if e["id"] == 0 else (1, 1), "element 1 (at [0]) is an int"),
         (lambda e: (1, 2) if e["id"] == 0 else (1,), "element 1 is a tuple of 1"),
+        (lambda e: np.ones(2) if e["id"] == 0 else np.array(["s"]), "element 1 is of dtype <U1"),
     ],
 )
 def test_batch_after_map_refuses_elements_of_another_structure(shards, helpers, f, message):

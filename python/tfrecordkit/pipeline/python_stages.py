@@ -143,24 +143,29 @@ def stack(elements: Sequence[Any], where: str = "") -> Any:
     differs from the batch's first (``where``: the component, in a nested element)."""
     first = elements[0]
     if isinstance(first, dict):
-        for i, e in enumerate(elements):
-            if not isinstance(e, dict) or e.keys() != first.keys():
-                _unlike(where, i, f"{_shape_of(e)}, where element 0 is {_shape_of(first)}")
-        return {k: stack([e[k] for e in elements], f"{where}[{k!r}]") for k in first}
+        keys = first.keys()
+
+        def same_keys(e: Any) -> bool:
+            return isinstance(e, dict) and e.keys() == keys
+
+        # Of one size, and each with every key of the first: the same keys.
+        try:
+            sizes = set(map(len, elements))
+            columns = {k: [e[k] for e in elements] for k in first}
+        except (KeyError, TypeError, IndexError):
+            _refuse(elements, where, same_keys)
+        if sizes != {len(first)}:
+            _refuse(elements, where, same_keys)
+        return {k: stack(col, f"{where}[{k!r}]") for k, col in columns.items()}
     if isinstance(first, tuple):
-        for i, e in enumerate(elements):
-            if not isinstance(e, tuple) or len(e) != len(first):
-                _unlike(where, i, f"{_shape_of(e)}, where element 0 is {_shape_of(first)}")
+        if set(map(type, elements)) != {type(first)} or set(map(len, elements)) != {len(first)}:
+            _refuse(elements, where, lambda e: isinstance(e, tuple) and len(e) == len(first))
         return tuple(
             stack(list(col), f"{where}[{j}]") for j, col in enumerate(zip(*elements, strict=True))
         )
-    for i, e in enumerate(elements):
-        if isinstance(e, (dict, tuple)) or (e is None) != (first is None):
-            _unlike(where, i, f"{_shape_of(e)}, where element 0 is {_shape_of(first)}")
     if isinstance(first, (bytes, str)):
-        for i, e in enumerate(elements):
-            if not isinstance(e, (bytes, str)):
-                _unlike(where, i, f"{_a(type(e).__name__)}, where element 0 is text")
+        if not set(map(type, elements)) <= {bytes, str}:
+            _refuse(elements, where, lambda e: isinstance(e, (bytes, str)))
         return object_array(elements)
     if isinstance(first, np.generic):
         # NumPy scalars: one array, without an array per element.
@@ -170,19 +175,21 @@ def stack(elements: Sequence[Any], where: str = "") -> Any:
             scalars = None
         if scalars is not None and scalars.ndim == 1 and scalars.dtype.kind in "biufc":
             return scalars
+
+    def alike(e: Any) -> bool:
+        return not isinstance(e, (dict, tuple, bytes, str)) and (e is None) == (first is None)
+
+    if not all(map(alike, elements)):
+        _refuse(elements, where, alike)
     arrays = [np.asarray(e) for e in elements]
     # Numbers and text do not stack into one array (NumPy would make text of the numbers).
-    kinds = [
-        "number" if a.dtype.kind in "biufc" else "text" if a.dtype.kind in "US" else None
-        for a in arrays
-    ]
-    for i, kind in enumerate(kinds):
-        if kind is not None and kinds[0] is not None and kind != kinds[0]:
-            _unlike(
-                where,
-                i,
-                f"of dtype {arrays[i].dtype}, where element 0 is of dtype {arrays[0].dtype}",
-            )
+    dtypes = {a.dtype.kind for a in arrays}
+    if dtypes & set("biufc") and dtypes & set("US"):
+        number = arrays[0].dtype.kind in "biufc"
+        at = next(i for i, a in enumerate(arrays) if a.dtype.kind in ("US" if number else "biufc"))
+        _unlike(
+            where, at, f"of dtype {arrays[at].dtype}, where element 0 is of dtype {arrays[0].dtype}"
+        )
     if all(a.shape == arrays[0].shape for a in arrays):
         return np.stack(arrays)
     if all(a.ndim == 1 for a in arrays):
@@ -190,6 +197,15 @@ def stack(elements: Sequence[Any], where: str = "") -> Any:
         np.cumsum([len(a) for a in arrays], out=splits[1:])
         return Ragged(np.concatenate(arrays), splits)
     return list(elements)
+
+
+def _refuse(elements: Sequence[Any], where: str, alike: Callable[[Any], bool]) -> NoReturn:
+    """Raises for the first element that is not ``alike`` the batch's first."""
+    i = next(i for i, e in enumerate(elements) if not alike(e))
+    first, e = elements[0], elements[i]
+    if isinstance(first, (bytes, str)) and not isinstance(e, (dict, tuple)) and e is not None:
+        _unlike(where, i, f"{_shape_of(e)}, where element 0 is text")
+    _unlike(where, i, f"{_shape_of(e)}, where element 0 is {_shape_of(first)}")
 
 
 def _shape_of(e: Any) -> str:
