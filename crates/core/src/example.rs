@@ -317,7 +317,7 @@ pub fn utf8_key(key: &[u8]) -> Result<&str> {
 
 /// Bytes a file supplied, for an error message: the first 32, escaped to printable ASCII,
 /// and how many there are when there are more.
-pub(crate) fn quoted(bytes: &[u8]) -> String {
+fn quoted(bytes: &[u8]) -> String {
     const SHOWN: usize = 32;
     let head = &bytes[..bytes.len().min(SHOWN)];
     let more = if bytes.len() > SHOWN {

@@ -25,6 +25,7 @@ pub mod pool;
 pub mod positional;
 mod prefetch;
 pub mod reader;
+pub mod row_summary;
 pub mod sequence;
 pub mod source;
 pub mod stats;

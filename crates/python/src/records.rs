@@ -1069,74 +1069,15 @@ pub fn encode_row<'py>(
     })
 }
 
-/// What the rows that `RecordWriter.write_rows` encoded held, feature by feature: the
-/// types of their values, the fewest and the most values a row had, and how many rows had
-/// the feature.
+/// What the rows that `RecordWriter.write_rows` encoded held, feature by feature (see
+/// `tfrecordkit_core::row_summary`).
 #[pyclass(module = "tfrecordkit._core")]
 #[derive(Default)]
-pub struct RowSummary {
-    #[pyo3(get)]
-    rows: u64,
-    /// The features in the order first seen.
-    features: Vec<FeatureSeen>,
-    places: HashMap<String, usize>,
-    /// Where in `features` the entries of the row before were: rows mostly name their
-    /// features in one order, so a comparison finds each.
-    last: Vec<usize>,
-}
-
-struct FeatureSeen {
-    key: String,
-    /// Which of int64, float32 and bytes values were seen (bits 0, 1, 2).
-    kinds: u8,
-    fewest: usize,
-    most: usize,
-    rows: u64,
-}
-
-const KIND_NAMES: [&str; 3] = ["int64", "float32", "bytes"];
+pub struct RowSummary(tfrecordkit_core::row_summary::RowSummary);
 
 impl RowSummary {
     fn note(&mut self, features: &[(String, Feature)]) {
-        self.rows += 1;
-        for (p, (key, feature)) in features.iter().enumerate() {
-            let (kind, n) = match feature {
-                Feature::Empty => (0, 0),
-                Feature::Int64(v) => (1, v.len()),
-                Feature::Float(v) => (2, v.len()),
-                Feature::Bytes(v) => (4, v.len()),
-            };
-            let at = match self.last.get(p) {
-                Some(&at) if self.features[at].key == *key => at,
-                _ => {
-                    let at = self.place(key, n);
-                    self.last.truncate(p);
-                    self.last.push(at);
-                    at
-                }
-            };
-            let seen = &mut self.features[at];
-            seen.kinds |= kind;
-            seen.fewest = seen.fewest.min(n);
-            seen.most = seen.most.max(n);
-            seen.rows += 1;
-        }
-    }
-
-    /// Where `key`'s entry is, made for a first value of `n` values if new.
-    fn place(&mut self, key: &str, n: usize) -> usize {
-        if let Some(&at) = self.places.get(key) {
-            return at;
-        }
-        self.features.push(FeatureSeen {
-            key: key.to_owned(),
-            kinds: 0,
-            fewest: n,
-            most: n,
-            rows: 0,
-        });
-        self.places.insert(key.to_owned(), self.features.len() - 1);
-        self.features.len() - 1
+        self.0.note(features);
     }
 }
 
@@ -1147,18 +1088,21 @@ impl RowSummary {
         RowSummary::default()
     }
 
+    /// The rows noted.
+    #[getter]
+    fn rows(&self) -> u64 {
+        self.0.rows
+    }
+
     /// Each feature's `(types, fewest, most, rows)`: the types of its values (`"int64"`,
     /// `"float32"`, `"bytes"`; none where every row held an empty list), the fewest and
     /// the most values a row had, and how many rows had it; in the order first seen.
     fn features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         crate::errors::guard("RowSummary.features", || {
             let out = PyDict::new(py);
-            for seen in &self.features {
-                let kinds: Vec<&str> = (0..3)
-                    .filter(|bit| seen.kinds & (1 << bit) != 0)
-                    .map(|bit| KIND_NAMES[bit])
-                    .collect();
-                out.set_item(&seen.key, (kinds, seen.fewest, seen.most, seen.rows))?;
+            for seen in self.0.features() {
+                let row = (seen.kind_names(), seen.fewest, seen.most, seen.rows);
+                out.set_item(&seen.key, row)?;
             }
             Ok(out)
         })
