@@ -101,7 +101,7 @@ CASES = [
     (["convert", "missing.csv", "o"], FAILURE, "missing.csv"),
     (["convert", "table.csv", "converted"], FAILURE, "pass --overwrite to replace it"),
     (["inspect", "numbers"], FAILURE, "have no 'image' feature"),
-    (["inspect", "nowhere"], FAILURE, "no files match the pattern: nowhere/train-*"),
+    (["inspect", "nowhere"], FAILURE, "no such directory: nowhere"),
     (["inspect", "converted", "-n", "0"], USAGE, "0 is not in the range x>=1"),
     (["demo", "-n", "0"], USAGE, "0 is not in the range 1<=x<=1000000"),
     (["demo", "-n", "99999999999999999999"], USAGE, "not in the range 1<=x<=1000000"),

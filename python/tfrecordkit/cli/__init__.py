@@ -262,13 +262,15 @@ def verify(paths: tuple[str, ...], as_json: bool, compression: str) -> None:
     except (OSError, ValueError) as err:
         _fail(err)
     reports: list[Any] = []
-    unreadable = set()
+    unreadable: dict[str, OSError] = {}
     for f in files:
         try:
             reports += verify_files([f], compression=_c(compression), storage_options=_so())
         except OSError as err:  # this file cannot be read: the others still are
             reports.append(FileReport(f, failure=_message(err)))
-            unreadable.add(f)
+            unreadable[f] = err
+    if len(unreadable) == len(files):  # none could be read (credentials, say): one line
+        _fail(next(iter(unreadable.values())))
     for r in reports:
         if as_json:
             click.echo(_dumps(r.to_dict()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Collection
 from typing import Any, NoReturn
 
 import click
@@ -73,7 +74,7 @@ def fail(err: BaseException) -> NoReturn:
     sys.exit(1)
 
 
-def verify_total(reports: list[Any], unreadable: set[str]) -> str:
+def verify_total(reports: list[Any], unreadable: Collection[str]) -> str:
     """The last line of ``verify``: how many files were ok, damaged, not TFRecord files or
     unreadable, and the records and bytes in all."""
     files = f"{len(reports):,} file{'s' if len(reports) != 1 else ''}"
