@@ -193,3 +193,9 @@ class SidecarSkippedWarning(UserWarning):
 class SchemaWarning(UserWarning):
     """An inferred schema leaves features out: they were empty in every Example sampled,
     so nothing says their type."""
+
+
+def type_phrase(x: Any) -> str:
+    """``x``'s type as a message says it: ``None``, ``a str``, ``an int``."""
+    name = type(x).__name__
+    return "None" if x is None else f"an {name}" if name[0] in "aeiou" else f"a {name}"

@@ -230,14 +230,20 @@ impl<R: Read> RecordReader<R> {
         err.with_offset(at)
     }
 
-    /// Marks the reader finished and locates `err` at the current record.
-    fn fail(&mut self, mut err: Error) -> Error {
-        self.done = true;
-        if self.offset == 0 && err.kind != crate::ErrorKind::Io {
+    /// Adds to `err`, met at `offset`, what the file looks like instead, when it is the
+    /// file's first record and the file looks compressed otherwise than it is read.
+    fn hint_at(&self, offset: u64, err: &mut Error) {
+        if offset == 0 && err.kind != crate::ErrorKind::Io {
             if let Some(hint) = suggest(self.src.compression(), &self.head) {
                 err.message.push_str(&hint);
             }
         }
+    }
+
+    /// Marks the reader finished and locates `err` at the current record.
+    fn fail(&mut self, mut err: Error) -> Error {
+        self.done = true;
+        self.hint_at(self.offset, &mut err);
         err.with_path(&self.path)
             .with_offset(self.offset)
             .with_record(self.index)
@@ -375,11 +381,7 @@ impl<R: Read> RecordReader<R> {
             }
         }
         let mut err = err;
-        if offset == 0 && err.kind != crate::ErrorKind::Io {
-            if let Some(hint) = suggest(self.src.compression(), &self.head) {
-                err.message.push_str(&hint);
-            }
-        }
+        self.hint_at(offset, &mut err);
         self.start += 1;
         self.offset += 1;
         match self.scan() {

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .. import _core
-from ..errors import DataLossError
+from ..errors import DataLossError, type_phrase
 from ..image import ImageOptions, decode_seeded
 from ..io.paths import is_url
 from ..io.records import RecordWriter, read_records
@@ -214,11 +214,7 @@ def _shape_of(e: Any) -> str:
         return f"a dict of {sorted(map(str, e))}"
     if isinstance(e, tuple):
         return f"a tuple of {len(e)}"
-    return "None" if e is None else _a(type(e).__name__)
-
-
-def _a(name: str) -> str:
-    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+    return type_phrase(e)
 
 
 def _unlike(where: str, i: int, what: str) -> NoReturn:

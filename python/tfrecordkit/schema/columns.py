@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -217,26 +217,34 @@ def _lists(name: str, items: Sequence[Any], nulls: list[bool], mask: np.ndarray 
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     flat = [x for r in rows for x in (r.tolist() if isinstance(r, np.ndarray) else r)]
-    if any(isinstance(x, (list, tuple, np.ndarray)) for x in flat):
-        row = next(
-            i
-            for i, r in enumerate(rows)
-            if (isinstance(r, np.ndarray) and r.ndim > 1)
-            or any(isinstance(x, (list, tuple, np.ndarray)) for x in r)
-        )
-        raise TypeError(
-            f"column {name!r}: row {row} holds lists in its list; a feature holds one flat "
-            "list of values per row (a column given as one NumPy array of shape [rows, ...] "
-            "is flattened row by row)"
-        )
     if flat and isinstance(flat[0], (bytes, str, bytearray, np.bytes_)):
         return Column([_to_bytes(name, x) for x in flat], 0, offsets, mask, "bytes", None)
-    arr = np.asarray(flat) if flat else np.zeros(0, dtype=np.int64)
+    try:
+        arr = np.asarray(flat) if flat else np.zeros(0, dtype=np.int64)
+    except ValueError:  # lists of lists of different lengths
+        _refuse_nested(name, rows)
     _refuse_ints_beyond_int64(name, flat, arr)
-    if arr.dtype.kind not in "biuf" or arr.ndim != 1:
+    if arr.ndim != 1:
+        _refuse_nested(name, rows)
+    if arr.dtype.kind not in "biuf":
         raise TypeError(f"column {name!r}: list items must be numbers or bytes/str")
     values, dtype = _numeric(name, arr)
     return Column(values, 0, offsets, mask, dtype, None)
+
+
+def _refuse_nested(name: str, rows: list[Any]) -> NoReturn:
+    """Raises for the first row that holds lists in its list."""
+    row = next(
+        i
+        for i, r in enumerate(rows)
+        if (isinstance(r, np.ndarray) and r.ndim > 1)
+        or any(isinstance(x, (list, tuple, np.ndarray)) for x in r)
+    )
+    raise TypeError(
+        f"column {name!r}: row {row} holds lists in its list; a feature holds one flat "
+        "list of values per row (a column given as one NumPy array of shape [rows, ...] "
+        "is flattened row by row)"
+    )
 
 
 def _refuse_ints_beyond_int64(name: str, values: list[Any], arr: np.ndarray) -> None:

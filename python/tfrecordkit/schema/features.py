@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import _core
-from ..errors import SchemaError
+from ..errors import SchemaError, type_phrase
 from .values import Ragged, Sparse
 
 __all__ = [
@@ -653,16 +653,10 @@ def parse_examples(records: Iterable[bytes], schema: Schema | Mapping[str, Any])
         if bad is None:
             raise
         raise TypeError(
-            f"record {bad} is {_what(records[bad])}, not bytes: Examples are "
+            f"record {bad} is {type_phrase(records[bad])}, not bytes: Examples are "
             "parsed from their serialized bytes"
         ) from None
     return schema.outputs(parsed)
-
-
-def _what(x: Any) -> str:
-    """``x``'s type, for a message: ``None``, ``a str``, ``an int``."""
-    name = type(x).__name__
-    return "None" if x is None else f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
 def parse_example(record: bytes, schema: Schema | Mapping[str, Any]) -> dict[str, Any]:
@@ -670,7 +664,7 @@ def parse_example(record: bytes, schema: Schema | Mapping[str, Any]) -> dict[str
     (a ``VarLen`` feature gives its values array)."""
     if not isinstance(record, (bytes, bytearray, memoryview)):
         raise TypeError(
-            f"the record is {_what(record)}, not bytes: an Example is parsed "
+            f"the record is {type_phrase(record)}, not bytes: an Example is parsed "
             "from its serialized bytes"
         )
     batch = parse_examples([record], schema)
