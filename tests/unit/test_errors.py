@@ -83,22 +83,45 @@ def test_a_file_of_another_format_is_named(tmp_path):
     assert report.foreign and not report.ok
 
 
-def test_parse_errors_from_a_read_name_the_file_record_and_feature(tmp_path):
+@pytest.mark.parametrize("compression", [None, "GZIP"])
+def test_parse_errors_from_a_read_name_the_file_record_offset_and_feature(tmp_path, compression):
     import numpy as np
 
     floats = tfr.encode_examples({"x": np.arange(3, dtype=np.float32)})
     ints = tfr.encode_examples({"x": np.arange(3, dtype=np.int64)})
     paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
     for path, records in zip(paths, [floats, [*floats[:2], ints[2]]], strict=True):
-        with tfr.RecordWriter(path) as w:
+        with tfr.RecordWriter(path, compression=compression) as w:
             w.write_many(records)
+    # The header of record 2 follows two framed records (in the decompressed stream).
+    offset = sum(len(r) + 16 for r in floats[:2])
     schema = {"x": tfr.FixedLen([], "float32")}
-    with pytest.raises(tfr.SchemaError) as info:
-        list(tfr.read_examples(paths, schema, batch_size=4))
-    err = info.value
-    assert (err.path, err.record_index, err.key) == (paths[1], 2, "x")
-    assert str(err).startswith('feature "x": data types don\'t match: found int64')
-    assert f"({paths[1]}, record 2)" in str(err)
+    reads = {
+        "read_examples": lambda: list(tfr.read_examples(paths, schema, batch_size=4)),
+        "read_arrow": lambda: tfr.read_arrow(paths, schema).read_all(),
+        "Dataset": lambda: list(tfr.Dataset.from_files(paths).parse(schema).batch(4)),
+    }
+    for name, read in reads.items():
+        with pytest.raises(tfr.SchemaError) as info:
+            read()
+        err = info.value
+        assert (err.path, err.record_index, err.offset, err.key) == (paths[1], 2, offset, "x"), name
+        assert str(err).startswith('feature "x": data types don\'t match: found int64'), name
+        assert f"({paths[1]}, record 2, offset {offset})" in str(err), name
+
+
+def test_records_that_are_no_examples_are_named_by_file_record_and_offset(tmp_path):
+    import numpy as np
+
+    good = tfr.encode_examples({"x": np.arange(4, dtype=np.int64)})
+    path = str(tmp_path / "a.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        w.write_many([*good[:3], b"\xff not an Example", good[3]])
+    offset = sum(len(r) + 16 for r in good[:3])
+    for read in (lambda: tfr.infer_schema(path), lambda: tfr.stats(path)):
+        with pytest.raises(tfr.ExampleDecodeError) as info:
+            read()
+        assert (info.value.path, info.value.record_index, info.value.offset) == (path, 3, offset)
 
 
 def test_an_error_made_again_from_its_printed_traceback_has_its_location(tmp_path, u):

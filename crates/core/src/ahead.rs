@@ -9,7 +9,7 @@ use std::thread;
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
-use crate::batch::RecordBatch;
+use crate::batch::{Origins, RecordBatch};
 use crate::error::{Error, ErrorKind, Result};
 use crate::multi::MultiFileReader;
 
@@ -32,7 +32,7 @@ pub struct BatchesAhead<W: Send + 'static = ()> {
     home: Sender<W>,
     paths: Vec<String>,
     delivered: Vec<u64>,
-    runs: Vec<(usize, u64, u64)>,
+    origins: Origins,
     shape: (usize, usize),
     ended: bool,
     /// The process whose thread reads: a forked child has the reader but not the thread.
@@ -57,7 +57,7 @@ impl<W: Send + 'static> Drop for BatchesAhead<W> {
 struct Ahead<W> {
     batch: RecordBatch,
     result: Result<()>,
-    runs: Vec<(usize, u64, u64)>,
+    origins: Origins,
     opened: usize,
     /// The reader itself, once the batch ends before a large record.
     reader: Option<Box<MultiFileReader>>,
@@ -169,11 +169,11 @@ impl<W: Send + 'static> BatchesAhead<W> {
                     })
                     .and_then(|r| r);
                     if batch.before_large {
-                        let runs = reader.batch_runs().to_vec();
+                        let origins = reader.batch_located().clone();
                         run.push(Ahead {
                             batch,
                             result,
-                            runs,
+                            origins,
                             opened: reader.opened(),
                             reader: Some(Box::new(reader)),
                             done: None,
@@ -186,18 +186,18 @@ impl<W: Send + 'static> BatchesAhead<W> {
                     let stop = end || broken;
                     // An error goes out at once, after the batches read before it.
                     let now = stop || result.is_err();
-                    // An error comes alone, and the runs the reader holds then are older.
-                    let runs = if batch.is_empty() {
-                        Vec::new()
+                    // An error comes alone, and the origins the reader holds then are older.
+                    let origins = if batch.is_empty() {
+                        Origins::default()
                     } else {
-                        reader.batch_runs().to_vec()
+                        reader.batch_located().clone()
                     };
                     records += batch.len();
                     bytes += batch.bytes();
                     run.push(Ahead {
                         batch,
                         result,
-                        runs,
+                        origins,
                         opened: reader.opened(),
                         reader: None,
                         done: None,
@@ -238,7 +238,7 @@ impl<W: Send + 'static> BatchesAhead<W> {
                 let _ = tx.send(vec![Ahead {
                     batch: RecordBatch::default(),
                     result: Err(Error::io(e, None)),
-                    runs: Vec::new(),
+                    origins: Origins::default(),
                     opened: 0,
                     reader: None,
                     done: None,
@@ -253,7 +253,7 @@ impl<W: Send + 'static> BatchesAhead<W> {
             home,
             paths,
             delivered: Vec::new(),
-            runs: Vec::new(),
+            origins: Origins::default(),
             shape: (max_records, max_bytes),
             ended: false,
             owner: std::process::id(),
@@ -307,7 +307,7 @@ impl<W: Send + 'static> BatchesAhead<W> {
                  stayed in the parent: open the files again in this process",
             ));
         }
-        self.runs.clear();
+        self.origins.clear();
         self.done = None;
         // The last batch's memory goes back to the reading thread, its pages still mapped.
         let spent = std::mem::take(out);
@@ -336,7 +336,7 @@ impl<W: Send + 'static> BatchesAhead<W> {
         let Ahead {
             batch,
             result,
-            runs,
+            origins,
             opened,
             reader,
             done,
@@ -347,17 +347,17 @@ impl<W: Send + 'static> BatchesAhead<W> {
         }
         self.handed_back = reader;
         self.delivered.resize(opened.max(self.delivered.len()), 0);
-        for &(file, _, n) in &runs {
+        for &(file, _, n) in origins.runs() {
             self.delivered[file] += n;
         }
-        self.runs = runs;
+        self.origins = origins;
         *out = batch;
         result
     }
 
     /// As [`MultiFileReader::origin_in_batch`], for the last batch handed out.
-    pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64)> {
-        crate::multi::origin(&self.paths, &self.runs, i)
+    pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64, u64)> {
+        self.origins.get(&self.paths, i)
     }
 
     /// As [`MultiFileReader::delivered`]: the records handed out, not those read ahead.

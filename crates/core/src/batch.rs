@@ -78,3 +78,49 @@ impl RecordBatch {
         (0..self.len()).map(move |i| self.get(i))
     }
 }
+
+/// Where the records of a batch came from: runs of consecutive records of one file
+/// (`(file, index in the file of the run's first record, records)`), and each record's
+/// byte offset in its file (of its header; in the decompressed stream of a compressed
+/// file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origins {
+    runs: Vec<(usize, u64, u64)>,
+    offsets: Vec<u64>,
+}
+
+impl Origins {
+    pub fn clear(&mut self) {
+        self.runs.clear();
+        self.offsets.clear();
+    }
+
+    /// Notes the next record of the batch: record `index` of `file`, at `offset`.
+    #[inline]
+    pub fn push(&mut self, file: usize, index: u64, offset: u64) {
+        match self.runs.last_mut() {
+            Some((f, first, n)) if *f == file && *first + *n == index => *n += 1,
+            _ => self.runs.push((file, index, 1)),
+        }
+        self.offsets.push(offset);
+    }
+
+    /// The runs: `(file, index in the file of its first record, records)`.
+    pub fn runs(&self) -> &[(usize, u64, u64)] {
+        &self.runs
+    }
+
+    /// The file (an index into `paths`), the index in it and the byte offset of record `i`
+    /// of the batch.
+    pub fn get<'a>(&self, paths: &'a [String], i: u64) -> Option<(&'a str, u64, u64)> {
+        let offset = *self.offsets.get(usize::try_from(i).ok()?)?;
+        let mut i = i;
+        for &(file, first, n) in &self.runs {
+            if i < n {
+                return Some((paths[file].as_str(), first + i, offset));
+            }
+            i -= n;
+        }
+        None
+    }
+}

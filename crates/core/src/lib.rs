@@ -35,7 +35,7 @@ pub mod writer;
 
 pub use ahead::{BatchesAhead, Work};
 pub use assemble::{Assembled, Assembly, PartitionSource, SparseValues};
-pub use batch::RecordBatch;
+pub use batch::{Origins, RecordBatch};
 pub use columns::{frame_table, ColumnRef, Rows, Values};
 pub use compression::Compression;
 pub use error::{Error, ErrorKind, Result};

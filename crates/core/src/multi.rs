@@ -1,7 +1,7 @@
 //! Reading whole files in order: several files as one stream of batches, a file's record
 //! count, and the positions of its records (its `.idx` sidecar).
 
-use crate::batch::RecordBatch;
+use crate::batch::{Origins, RecordBatch};
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::reader::{Next, ReadOptions, Span};
@@ -162,9 +162,8 @@ pub struct MultiFileReader {
     scratch: Vec<u8>,
     /// Records delivered from each file so far.
     delivered: Vec<u64>,
-    /// The runs of records in the last batch: (file, index in the file of its first
-    /// record, records). A batch ends at any error, so each run has no gaps.
-    batch_runs: Vec<(usize, u64, u64)>,
+    /// Where the records of the last batch came from.
+    origins: Origins,
 }
 
 impl MultiFileReader {
@@ -180,7 +179,7 @@ impl MultiFileReader {
             pending: None,
             scratch: Vec::new(),
             delivered: Vec::new(),
-            batch_runs: Vec::new(),
+            origins: Origins::default(),
         }
     }
 
@@ -194,20 +193,10 @@ impl MultiFileReader {
         Ok(self)
     }
 
-    /// The file and the index within it of record `i` of the last batch read: what locates
-    /// an error found later in that batch (when it is parsed, say).
-    pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64)> {
-        origin(&self.paths, &self.batch_runs, i)
-    }
-
-    /// The runs of records in the last batch read, as `(path, index in the file of the
-    /// run's first record, records)`: what locates each of its records once the reader has
-    /// moved on.
-    pub fn batch_origins(&self) -> Vec<(String, u64, u64)> {
-        self.batch_runs
-            .iter()
-            .map(|&(file, first, n)| (self.paths[file].clone(), first, n))
-            .collect()
+    /// The file, the index within it and the byte offset of record `i` of the last batch
+    /// read: what locates an error found later in that batch (when it is parsed, say).
+    pub fn origin_in_batch(&self, i: u64) -> Option<(&str, u64, u64)> {
+        self.origins.get(&self.paths, i)
     }
 
     /// The paths read, in order.
@@ -215,10 +204,9 @@ impl MultiFileReader {
         &self.paths
     }
 
-    /// The runs of records in the last batch: `(file, index in the file of its first
-    /// record, records)`.
-    pub fn batch_runs(&self) -> &[(usize, u64, u64)] {
-        &self.batch_runs
+    /// Where the records of the last batch came from.
+    pub fn batch_located(&self) -> &Origins {
+        &self.origins
     }
 
     /// How many files have been opened so far.
@@ -282,8 +270,9 @@ impl MultiFileReader {
             return Err(e);
         }
         if out.is_empty() {
-            // The runs are those of `out`'s records: a call that adds to a batch adds to them.
-            self.batch_runs.clear();
+            // The origins are those of `out`'s records: a call that adds to a batch adds to
+            // them.
+            self.origins.clear();
         }
         while out.len() < max_records && out.bytes() + out.large_bytes < max_bytes {
             if self.current.is_none() {
@@ -339,10 +328,7 @@ impl MultiFileReader {
                     out.ends.push(out.data.len());
                     let file = self.next_file - 1;
                     self.delivered[file] += 1;
-                    match self.batch_runs.last_mut() {
-                        Some((f, _, n)) if *f == file => *n += 1,
-                        _ => self.batch_runs.push((file, index, 1)),
-                    }
+                    self.origins.push(file, index, offset);
                     let ends = large.as_deref().is_some_and(|l| l.ends_batch());
                     if ends && out.large.last() == Some(&(out.len() - 1)) {
                         break;
@@ -435,23 +421,6 @@ impl MultiFileReader {
             Ok(())
         }
     }
-}
-
-/// The path and the index in its file of record `i` of a batch made of `runs` (`(file,
-/// index of the run's first record, records)`).
-pub(crate) fn origin<'a>(
-    paths: &'a [String],
-    runs: &[(usize, u64, u64)],
-    i: u64,
-) -> Option<(&'a str, u64)> {
-    let mut i = i;
-    for &(file, first, n) in runs {
-        if i < n {
-            return Some((&paths[file], first + i));
-        }
-        i -= n;
-    }
-    None
 }
 
 /// Counts the records of one file (length CRCs checked, data CRCs not); `opener` opens

@@ -11,6 +11,11 @@ fn records(n: usize, seed: u8) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The byte offset of record `k` in a file of `recs`.
+fn offset_of(recs: &[Vec<u8>], k: usize) -> u64 {
+    recs[..k].iter().map(|r| r.len() as u64 + 16).sum()
+}
+
 /// Every batch (records, or the error) of `read`, until the end.
 fn drain(
     mut read: impl FnMut(&mut RecordBatch) -> tfrecordkit_core::Result<()>,
@@ -74,8 +79,9 @@ fn origins_and_counts_follow_what_was_handed_out() {
     assert_eq!(batch.len(), 6);
     ahead.next_batch(&mut batch).unwrap();
     assert_eq!(batch.len(), 6);
-    assert_eq!(ahead.origin_in_batch(3), Some((a.as_str(), 9)));
-    assert_eq!(ahead.origin_in_batch(4), Some((b.as_str(), 0)));
+    let at_9 = offset_of(&records(10, 0), 9);
+    assert_eq!(ahead.origin_in_batch(3), Some((a.as_str(), 9, at_9)));
+    assert_eq!(ahead.origin_in_batch(4), Some((b.as_str(), 0, 0)));
     assert_eq!(ahead.origin_in_batch(6), None);
     // The reading thread is a batch or two further on; only what was handed out counts.
     let counted: Vec<u64> = ahead.delivered().map(|(_, n)| n).collect();
@@ -138,8 +144,9 @@ fn until_large_hands_the_reader_back_before_the_first_large_record() {
     reader.read_batch(&mut batch, 4, usize::MAX).unwrap();
     got.extend(batch.iter().skip(2).map(<[u8]>::to_vec));
     assert_eq!(batch.len(), 4);
-    assert_eq!(reader.origin_in_batch(1), Some((a.as_str(), 9)));
-    assert_eq!(reader.origin_in_batch(2), Some((a.as_str(), 10)));
+    let (at_9, at_10) = (offset_of(&first, 9), offset_of(&first, 10));
+    assert_eq!(reader.origin_in_batch(1), Some((a.as_str(), 9, at_9)));
+    assert_eq!(reader.origin_in_batch(2), Some((a.as_str(), 10, at_10)));
     batch.clear();
     reader.read_batch(&mut batch, 100, usize::MAX).unwrap();
     got.extend(batch.iter().map(<[u8]>::to_vec));
@@ -170,7 +177,8 @@ fn read_each_hands_over_every_record_in_turn_and_counts_them() {
         })
         .unwrap();
     assert_eq!(batch.len(), 8);
-    assert_eq!(reader.origin_in_batch(7), Some((a.as_str(), 7)));
+    let at_7 = offset_of(&recs, 7);
+    assert_eq!(reader.origin_in_batch(7), Some((a.as_str(), 7, at_7)));
     loop {
         batch.clear();
         let mut lens = Vec::new();
@@ -418,7 +426,8 @@ fn batches_read_while_the_consumer_is_busy_come_as_they_would_one_by_one() {
         resync: true,
         ..ReadOptions::default()
     };
-    let first_origin = |origin: Option<(&str, u64)>| origin.map(|(p, i)| (p.to_owned(), i));
+    let first_origin =
+        |origin: Option<(&str, u64, u64)>| origin.map(|(p, i, o)| (p.to_owned(), i, o));
     let mut now = MultiFileReader::new(paths.clone(), opts, None);
     let mut want_origins = Vec::new();
     let want = drain(|batch| {

@@ -426,7 +426,7 @@ fn resync_calls_a_stream_foreign_only_when_no_record_follows() {
 }
 
 #[test]
-fn records_of_a_batch_are_traced_to_their_file_and_index() {
+fn records_of_a_batch_are_traced_to_their_file_index_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.tfrecord");
     let b = dir.path().join("b.tfrecord");
@@ -440,7 +440,7 @@ fn records_of_a_batch_are_traced_to_their_file_and_index() {
 
     reader.read_batch(&mut batch, 8, usize::MAX).unwrap();
     assert_eq!(batch.len(), 1, "the batch ends before the damaged record");
-    assert_eq!(reader.origin_in_batch(0), Some((paths[0].as_str(), 0)));
+    assert_eq!(reader.origin_in_batch(0), Some((paths[0].as_str(), 0, 0)));
     batch.clear();
     assert!(
         reader
@@ -450,8 +450,9 @@ fn records_of_a_batch_are_traced_to_their_file_and_index() {
     );
     reader.read_batch(&mut batch, 8, usize::MAX).unwrap();
     assert_eq!(batch.len(), 3);
-    assert_eq!(reader.origin_in_batch(0), Some((paths[0].as_str(), 2)));
-    assert_eq!(reader.origin_in_batch(1), Some((paths[1].as_str(), 0)));
-    assert_eq!(reader.origin_in_batch(2), Some((paths[1].as_str(), 1)));
+    // Each is 18 bytes framed: a2 starts past a0 and a1.
+    assert_eq!(reader.origin_in_batch(0), Some((paths[0].as_str(), 2, 36)));
+    assert_eq!(reader.origin_in_batch(1), Some((paths[1].as_str(), 0, 0)));
+    assert_eq!(reader.origin_in_batch(2), Some((paths[1].as_str(), 1, 18)));
     assert_eq!(reader.origin_in_batch(3), None);
 }

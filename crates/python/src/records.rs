@@ -310,16 +310,18 @@ impl RecordReader {
         parsed.map_err(|e| self.located(e)).py_err(py)
     }
 
-    /// `e`, for a record of the last batch, named by the record's file and index there.
+    /// `e`, for a record of the last batch, named by the record's file, index there and
+    /// byte offset.
     fn located(&self, mut e: tfrecordkit_core::Error) -> tfrecordkit_core::Error {
-        if let Some((path, index)) = e.record_index.and_then(|i| self.origin(i)) {
+        if let Some((path, index, offset)) = e.record_index.and_then(|i| self.origin(i)) {
             e.path = Some(path.to_owned());
             e.record_index = Some(index);
+            e.offset = Some(offset);
         }
         e
     }
 
-    fn origin(&self, i: u64) -> Option<(&str, u64)> {
+    fn origin(&self, i: u64) -> Option<(&str, u64, u64)> {
         match &self.inner {
             Reading::Now(reader) => reader.origin_in_batch(i),
             Reading::Ahead(ahead) => ahead.origin_in_batch(i),
@@ -523,9 +525,10 @@ impl RecordReader {
         }
     }
 
-    /// `(path, index in the file)` of record `i` of the last batch read.
-    fn origin_in_batch(&self, i: u64) -> Option<(String, u64)> {
-        self.origin(i).map(|(path, index)| (path.to_owned(), index))
+    /// `(path, index in the file, byte offset)` of record `i` of the last batch read.
+    fn origin_in_batch(&self, i: u64) -> Option<(String, u64, u64)> {
+        self.origin(i)
+            .map(|(path, index, offset)| (path.to_owned(), index, offset))
     }
 }
 

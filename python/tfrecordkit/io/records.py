@@ -131,14 +131,14 @@ def read_batches(
 
 
 def _located(reader: _core.RecordReader, outputs: Callable[[Any], T], parsed: Any) -> T:
-    """``outputs(parsed)``, an error in one of the batch's records named by its file and
-    its index there."""
+    """``outputs(parsed)``, an error in one of the batch's records named by its file, its
+    index there and its byte offset."""
     try:
         return outputs(parsed)
     except TFRecordError as err:
         origin = None if err.record_index is None else reader.origin_in_batch(err.record_index)
         if origin is not None and err.path is None:
-            err.path, err.record_index = origin
+            err.path, err.record_index, err.offset = origin
         raise
 
 

@@ -102,8 +102,8 @@ def infer_schema(
 
     def refused(i: int, message: str) -> ExampleDecodeError:
         """Record ``i`` of the batch is no Example: ``message``, naming where it is."""
-        path, index = reader.origin_in_batch(i) or (None, None)
-        return ExampleDecodeError(message, path=path, record_index=index)
+        path, index, offset = reader.origin_in_batch(i) or (None, None, None)
+        return ExampleDecodeError(message, path=path, offset=offset, record_index=index)
 
     seen = 0
     for batch in _batches(lambda: reader.read_batch(min(sample, 512)), o, reader):
@@ -123,7 +123,8 @@ def infer_schema(
                 steps.add(lists)
             except SchemaError as err:
                 # The record whose feature disagrees with those before it.
-                err.path, err.record_index = reader.origin_in_batch(i) or (None, None)
+                origin = reader.origin_in_batch(i) or (None, None, None)
+                err.path, err.record_index, err.offset = origin
                 raise
         if guess.examples >= sample or seen >= SAMPLE_BYTES:
             break

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use super::accum::SplitAcc;
 use super::summary::{Anomaly, SplitSummary};
-use crate::batch::RecordBatch;
+use crate::batch::{Origins, RecordBatch};
 use crate::error::{Error, Result};
 use crate::multi::MultiFileReader;
 use crate::reader::ReadOptions;
@@ -44,7 +44,7 @@ pub struct Report {
     pub anomalies: Vec<Anomaly>,
 }
 
-type Batch = (RecordBatch, Vec<(String, u64, u64)>);
+type Batch = (RecordBatch, Origins);
 
 impl StatsPass {
     /// A pass over `splits` (name, paths), counting on `threads` workers (0: one per core).
@@ -116,10 +116,11 @@ impl StatsPass {
         let mut read = 0u64;
         let mut finished = false;
         std::thread::scope(|scope| {
+            let paths = &split.paths[..];
             for share in split.shares.iter_mut() {
                 let (inbox, give_back) = (inbox.clone(), give_back.clone());
                 let (stop, fail) = (&stop, &fail);
-                scope.spawn(move || work(share, inbox, give_back, stop, fail));
+                scope.spawn(move || work(share, paths, inbox, give_back, stop, fail));
             }
             drop((inbox, give_back));
             while read < budget && !stop.load(Ordering::Relaxed) {
@@ -134,7 +135,7 @@ impl StatsPass {
                     break;
                 }
                 read += batch.len() as u64;
-                let origins = reader.batch_origins();
+                let origins = reader.batch_located().clone();
                 if to_workers.send((batch, origins)).is_err() {
                     break;
                 }
@@ -202,6 +203,7 @@ fn merge(shares: &[SplitAcc]) -> SplitAcc {
 
 fn work(
     acc: &mut SplitAcc,
+    paths: &[String],
     inbox: Receiver<Batch>,
     give_back: Sender<RecordBatch>,
     stop: &AtomicBool,
@@ -213,21 +215,15 @@ fn work(
         }
         for (i, record) in batch.iter().enumerate() {
             if let Err(e) = acc.add_example(record) {
-                fail(locate(e, &origins, i as u64));
+                fail(match origins.get(paths, i as u64) {
+                    Some((path, index, offset)) => {
+                        e.with_path(path).with_record(index).with_offset(offset)
+                    }
+                    None => e,
+                });
                 break;
             }
         }
         let _ = give_back.try_send(batch);
     }
-}
-
-/// Names the file and the record's index there in an error about record `i` of a batch.
-fn locate(e: Error, origins: &[(String, u64, u64)], mut i: u64) -> Error {
-    for (path, first, n) in origins {
-        if i < *n {
-            return e.with_path(path).with_record(first + i);
-        }
-        i -= n;
-    }
-    e
 }
