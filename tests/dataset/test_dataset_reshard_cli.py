@@ -40,6 +40,9 @@ def test_reshard_fixed_count_keeps_order(tmp_path, ds, inputs, n):
     result = _run("reshard", *paths, "-o", out, "-n", n)
     assert result.exit_code == 0, result.output
     assert f"{len(recs):,} records into {n} shard{'' if n == 1 else 's'} " in result.output
+    # More shards than records: the empty ones are counted, not left to be found.
+    empty = max(0, n - len(recs))
+    assert (f"), {empty} of them empty, as there are fewer records" in result.output) == (empty > 0)
     m = tfr.Manifest.load(out)
     assert [s.file for s in m.shards] == [f"rs-{i:05d}-of-{n:05d}.tfrecord" for i in range(n)]
     assert ds.records(m.files) == recs

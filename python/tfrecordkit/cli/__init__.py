@@ -36,6 +36,7 @@ from .common import input_compression as _c
 from .common import message as _message
 from .common import storage_options as _so
 from .common import verify_total as _verify_total
+from .common import written as _written
 from .sheet import inspect as _inspect
 from .stats import stats as _stats
 
@@ -597,11 +598,7 @@ def reshard(
     if as_json:
         click.echo(_dumps(manifest.to_dict()))
         return
-    click.echo(
-        f"wrote {manifest.records:,} records into {len(manifest.shards)} "
-        f"shard{'' if len(manifest.shards) == 1 else 's'} "
-        f"({manifest.bytes:,} bytes); manifest {manifest.path}"
-    )
+    click.echo(_written(manifest))
 
 
 @main.command()

@@ -89,3 +89,15 @@ def verify_total(reports: list[Any], unreadable: Collection[str]) -> str:
     lost = sum(r.lost_bytes for r in reports if not r.foreign)
     tail = f", {lost:,} bytes lost" if lost else ""
     return f"total: {files} ({states}); {records:,} good records{tail}"
+
+
+def written(manifest: Any) -> str:
+    """What ``reshard`` says it wrote: records, shards (and how many of them are empty,
+    when there are fewer records than shards), bytes and the manifest's path."""
+    shards = len(manifest.shards)
+    empty = sum(1 for s in manifest.shards if not s.records)
+    note = f", {empty:,} of them empty, as there are fewer records than shards" if empty else ""
+    return (
+        f"wrote {manifest.records:,} records into {shards:,} shard{'' if shards == 1 else 's'} "
+        f"({manifest.bytes:,} bytes){note}; manifest {manifest.path}"
+    )
