@@ -6,6 +6,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import re
 import struct
 
 import numpy as np
@@ -625,3 +626,26 @@ def test_parse_follows_tf_proto_semantics_on_merged_messages():
         assert tfr.decode_example(record)["i"].tolist() == values
         got = tfr.parse_examples([record], {"i": tf.io.VarLenFeature(tf.int64)})
         assert got["i"].values.tolist() == values
+
+
+def test_a_schema_of_no_features_is_refused_by_every_parser_as_by_tf(tmp_path):
+    records = tfr.encode_examples({"x": np.arange(3, dtype=np.int64)})
+    with pytest.raises(ValueError, match="features"):
+        tf.io.parse_example(records, {})
+    path = str(tmp_path / "a.tfrecord")
+    with tfr.RecordWriter(path) as w:
+        w.write_many(records)
+    parsers = {
+        "parse_examples()": lambda: tfr.parse_examples(records, {}),
+        "parse_example()": lambda: tfr.parse_example(records[0], {}),
+        "read_examples()": lambda: tfr.read_examples(path, {}),
+        "parse()": lambda: tfr.Dataset.from_files(path).parse({}),
+    }
+    for who, parse in parsers.items():
+        with pytest.raises(ValueError, match=rf"names no features, so {re.escape(who)} would"):
+            parse()
+    # An Arrow batch of no columns still holds its rows: the records' count.
+    assert tfr.read_arrow(path, {}).read_all().num_rows == 3
+    assert (
+        tfr.read_arrow(path, {"x": tfr.FixedLen([], "int64")}, columns=[]).read_all().num_rows == 3
+    )

@@ -281,3 +281,23 @@ def test_head_never_reads_past_the_records_it_shows(tmp_path):
     assert shown.returncode == 0 and "a: int64 [1]" in shown.stdout, shown.stderr
     damaged = tfrecordkit("head", str(path), "-n", "2")
     assert damaged.returncode == 1 and "truncated record footer" in damaged.stderr
+
+
+def test_a_dataset_infers_its_schema_from_the_first_records_whichever_shard_holds_them(
+    tmp_path,
+):
+    import numpy as np
+
+    empty, full = str(tmp_path / "a-0.tfrecord"), str(tmp_path / "a-1.tfrecord")
+    tfr.RecordWriter(empty).close()
+    with tfr.RecordWriter(full) as w:
+        w.write_many(tfr.encode_examples({"x": np.arange(4, dtype=np.int64)}))
+    (batch,) = tfr.Dataset.from_files([empty, full]).parse().batch(4)
+    assert batch["x"].tolist() == [0, 1, 2, 3]
+
+
+def test_a_dataset_of_examples_with_no_features_loads_as_empty_elements(tmp_path):
+    prefix = str(tmp_path / "none")
+    manifest = tfr.write_dataset([{}, {}], prefix, progress=False)
+    assert manifest.schema == {}
+    assert list(tfr.load(prefix)) == [{}, {}]

@@ -425,5 +425,6 @@ def _loaded(
             files, shuffle=shuffle_files, seed=seed, on_error=on_error, storage_options=options
         )
         .interleave(cycle_length=cycle_length)
-        .parse(schema)
+        # A manifest's empty schema (no rows were written) is inferred again, as none.
+        .parse(schema or None)
     )

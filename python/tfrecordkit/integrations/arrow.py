@@ -77,7 +77,9 @@ def read_arrow(
     also ends before a record over 1 MiB, whose value is then read straight into place.
 
     ``schema`` is inferred from the first Examples when omitted (with the feature lists of
-    SequenceExamples); ``columns`` keeps some of its features. int64 and float32 values
+    SequenceExamples); ``columns`` keeps some of its features. A schema of no features
+    (or ``columns=[]``) gives batches of no columns, a row per record: their count, as a
+    Spark ``count()`` wants it. int64 and float32 values
     stay ``int64`` / ``float32``, bytes become ``large_binary`` (``large_string`` with
     ``strings=True``, or for the features ``strings`` names: ``strings=["caption"]``
     keeps an ``image`` column binary) at every level, and features become:

@@ -24,7 +24,7 @@ from ..image import DEFAULT_CROP_RATIO, ImageOptions
 from ..io.options import MAX_PREFETCH, MAX_THREADS, ReadOptions, check_count
 from ..io.paths import Paths, StorageOptions, expand_paths, opener_for
 from ..io.policy import OnError
-from ..schema.features import Schema, _as_schema
+from ..schema.features import Schema, _as_schema, parsing_schema
 from ..schema.raw import decode_raw
 from ..schema.reading import infer_schema
 from ..schema.sequence import as_sequence_schema
@@ -186,15 +186,18 @@ class Dataset:
         SequenceExamples brings its feature lists' schema along.
         """
         if schema is None and sequence_schema is None:
-            first = self._source.files[:1]
-            if not first:
+            files = self._source.files
+            if not files:
                 raise ValueError("cannot infer a schema from no files; pass one")
             opener = self._source.opener
             options = opener.storage_options if opener is not None else None
-            schema = infer_schema(first[0], storage_options=options)
+            # From the first records, in whichever files they are (the first may be empty).
+            schema = infer_schema(files, storage_options=options)
+            if schema.sequence is None:
+                return self._then(Parse(schema))
             sequence_schema = schema.sequence
         if sequence_schema is None:
-            return self._then(Parse(_as_schema(schema)))
+            return self._then(Parse(parsing_schema(schema, "parse()")))
         context = None if schema is None or not len(schema) else _as_schema(schema)
         lists = as_sequence_schema(sequence_schema)
         both = set(context or ()) & set(lists)

@@ -624,6 +624,18 @@ def _as_schema(schema: Schema | Mapping[str, Any]) -> Schema:
     return schema if isinstance(schema, Schema) else Schema(schema)
 
 
+def parsing_schema(schema: Schema | Mapping[str, Any], who: str) -> Schema:
+    """``schema`` as a :class:`Schema` to parse Examples with; one that names no features
+    is refused, as ``tf.io.parse_example`` refuses it: ``who`` would parse nothing."""
+    schema = _as_schema(schema)
+    if not len(schema):
+        raise ValueError(
+            f"the schema names no features, so {who} would parse nothing: name the features "
+            "to read (tfrecordkit.infer_schema(paths) guesses them)"
+        )
+    return schema
+
+
 def parse_examples(records: Iterable[bytes], schema: Schema | Mapping[str, Any]) -> dict[str, Any]:
     """Parses a batch of serialized Examples in one native call, as ``tf.io.parse_example``.
 
@@ -637,7 +649,7 @@ def parse_examples(records: Iterable[bytes], schema: Schema | Mapping[str, Any])
     array([[1, 2],
            [3, 4]])
     """
-    schema = _as_schema(schema)
+    schema = parsing_schema(schema, "parse_examples()")
     if isinstance(records, (bytes, bytearray, memoryview, str)):
         raise TypeError(
             f"records is one {type(records).__name__}: parse_examples takes a list of "
@@ -662,12 +674,17 @@ def parse_examples(records: Iterable[bytes], schema: Schema | Mapping[str, Any])
 def parse_example(record: bytes, schema: Schema | Mapping[str, Any]) -> dict[str, Any]:
     """Parses one serialized Example: as :func:`parse_examples` without the batch axis
     (a ``VarLen`` feature gives its values array)."""
+    if isinstance(record, (list, tuple)):
+        raise TypeError(
+            f"the record is a {type(record).__name__}: parse_example parses one serialized "
+            "Example, parse_examples a batch of them (as tf.io.parse_example does)"
+        )
     if not isinstance(record, (bytes, bytearray, memoryview)):
         raise TypeError(
             f"the record is {type_phrase(record)}, not bytes: an Example is parsed "
             "from its serialized bytes"
         )
-    batch = parse_examples([record], schema)
+    batch = parse_examples([record], parsing_schema(schema, "parse_example()"))
     return {
         k: (v[0] if isinstance(v, (Ragged, Sparse, np.ndarray)) else v) for k, v in batch.items()
     }

@@ -14,7 +14,7 @@ from ..io.ranges import ReadPaths
 from ..io.records import _batches, _open
 from ..io.reports import ReadReport
 from .example import decode_sequence_example, foreign
-from .features import Schema, _as_schema
+from .features import Schema, parsing_schema
 from .guess import SchemaGuess
 from .sequence import SequenceGuess
 
@@ -59,8 +59,7 @@ def read_examples(
             "with read_arrow(paths, schema, sequence_schema=schema.sequence), "
             "Dataset.parse(schema, schema.sequence) or parse_sequence_example"
         )
-    schema = _as_schema(schema)
-    compiled = schema.compiled()
+    compiled = parsing_schema(schema, "read_examples()").compiled()
     reader = _open(paths, o, ahead=True)
     return _batches(
         lambda: reader.read_parsed(compiled, batch_size, max_bytes=batch_bytes, as_dict=True),
