@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyIterator, PyList, PyTuple};
+use pyo3::types::{PyIterator, PyList, PyTuple};
 use tfrecordkit_core::pipeline::elements::{
     element_stream, ChunkFn, CollateFn, ElementOp, ElementStore, Elements as CoreElements,
     FilterFn, Keeper, MapFn, SourceFn, Workers,
@@ -364,23 +364,4 @@ impl ElementPipeline {
             }))
         })
     }
-}
-
-/// The first `n` rows of a dict of columns, each a dict of the columns' `[i]`: parsed
-/// units handed one Example at a time to what follows.
-#[pyfunction]
-pub fn rows<'py>(columns: &Bound<'py, PyDict>, n: usize) -> PyResult<Bound<'py, PyList>> {
-    crate::errors::guard("rows", || {
-        let py = columns.py();
-        let columns: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> = columns.iter().collect();
-        let out = PyList::empty(py);
-        for i in 0..n {
-            let row = PyDict::new(py);
-            for (key, column) in &columns {
-                row.set_item(key, column.get_item(i)?)?;
-            }
-            out.append(row)?;
-        }
-        Ok(out)
-    })
 }

@@ -14,6 +14,7 @@ mod parse;
 mod pipeline;
 mod plan;
 mod records;
+mod stacking;
 mod stats;
 mod table;
 mod tensor;
@@ -119,7 +120,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records::file_crc32c, m)?)?;
     m.add_function(wrap_pyfunction!(records::commit_shard, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::mix_seed, m)?)?;
-    m.add_function(wrap_pyfunction!(elements::rows, m)?)?;
+    m.add_function(wrap_pyfunction!(stacking::rows, m)?)?;
+    m.add_function(wrap_pyfunction!(stacking::stack_dicts, m)?)?;
     m.add_function(wrap_pyfunction!(threads::stop_threads, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::foreign_format, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;

@@ -143,6 +143,11 @@ def stack(elements: Sequence[Any], where: str = "") -> Any:
     differs from the batch's first (``where``: the component, in a nested element)."""
     first = elements[0]
     if isinstance(first, dict):
+        # Dicts of one set of keys, their NumPy scalars and text stacked natively.
+        if type(elements) is list:
+            fast = _core.stack_dicts(elements, where, stack)
+            if fast is not None:
+                return fast
         keys = first.keys()
 
         def same_keys(e: Any) -> bool:
@@ -164,8 +169,13 @@ def stack(elements: Sequence[Any], where: str = "") -> Any:
             stack(list(col), f"{where}[{j}]") for j, col in enumerate(zip(*elements, strict=True))
         )
     if isinstance(first, (bytes, str)):
-        if not set(map(type, elements)) <= {bytes, str}:
-            _refuse(elements, where, lambda e: isinstance(e, (bytes, str)))
+
+        def text(e: Any) -> bool:
+            return isinstance(e, (bytes, str))
+
+        # Exact types are checked at once; subclasses (NumPy's bytes_, str_) one by one.
+        if not set(map(type, elements)) <= {bytes, str} and not all(map(text, elements)):
+            _refuse(elements, where, text)
         return object_array(elements)
     if isinstance(first, np.generic):
         # NumPy scalars: one array, without an array per element.
