@@ -425,6 +425,7 @@ def _loaded(
             files, shuffle=shuffle_files, seed=seed, on_error=on_error, storage_options=options
         )
         .interleave(cycle_length=cycle_length)
-        # A manifest's empty schema (no rows were written) is inferred again, as none.
+        # A manifest's schema of no features (its rows had none) is refused by parse();
+        # inferred from the records instead, they parse as empty dicts.
         .parse(schema or None)
     )

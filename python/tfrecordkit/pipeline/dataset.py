@@ -177,8 +177,8 @@ class Dataset:
         sequence_schema: Schema | dict[str, Any] | None = None,
     ) -> Dataset:
         """Parses each record as a ``tf.train.Example`` with ``schema`` (inferred from the
-        first records of the first file when omitted). Batches are parsed in one native
-        call each, on worker threads.
+        first records of the files when omitted; one of no features is a ``ValueError``).
+        Batches are parsed in one native call each, on worker threads.
 
         With ``sequence_schema`` the records are ``SequenceExample``s: ``schema`` parses
         their context and ``sequence_schema`` their feature lists, into one dict per
