@@ -108,3 +108,25 @@ def test_elements_that_are_not_dicts_of_one_set_of_keys_are_left_to_python(eleme
 def test_a_key_of_mixed_values_is_stacked_or_refused_by_python_naming_it():
     with pytest.raises(TypeError, match=r"element 1 \(at \['a'\]\) is a bytes, where element 0"):
         stack([{"a": np.int64(1)}, {"a": b"x"}])
+
+
+class _Key:
+    """A key equal to another of its value, whose comparison changes ``victim``."""
+
+    def __init__(self, value, victim=None):
+        self.value, self.victim = value, victim
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __eq__(self, other):
+        if self.victim is not None:
+            self.victim[f"added {len(self.victim)}"] = np.int64(0)
+        return isinstance(other, _Key) and other.value == self.value
+
+
+def test_keys_that_change_the_dicts_while_compared_are_stacked_as_they_were():
+    first = {_Key(1): np.int64(1)}
+    elements = [first, {_Key(1, victim=first): np.int64(2)}]
+    out = _core.stack_dicts(elements, "", stack)
+    assert [v.tolist() for v in out.values()] == [[1, 2]]

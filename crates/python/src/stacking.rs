@@ -163,7 +163,10 @@ pub fn stack_dicts<'py>(
             return Ok(None);
         }
         let out = PyDict::new(py);
-        for (key, value) in first.iter() {
+        // The keys as they are now: comparing them runs their `__eq__`, which may change
+        // the dicts.
+        let items: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> = first.iter().collect();
+        for (key, value) in items {
             let mut column = Vec::with_capacity(dicts.len());
             for d in &dicts {
                 match d.get_item(&key)? {
