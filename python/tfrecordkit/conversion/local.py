@@ -348,7 +348,7 @@ def load(
     its schema from its features (see :func:`tfrecordkit.tfds.info`), and so is a
     :func:`write_dataset` output, through its manifest: its prefix (``out/train``, read
     whole), or a directory holding the ``split`` dataset. A manifest without a schema (of
-    records written as they were) has it inferred from the first file.
+    records written as they were) has it inferred from the first records.
 
     The shards are read as ``Dataset.list_files(shuffle=shuffle_files, seed=seed,
     on_error=on_error, storage_options=storage_options).interleave(cycle_length=
