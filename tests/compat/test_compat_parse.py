@@ -649,3 +649,14 @@ def test_a_schema_of_no_features_is_refused_by_every_parser_as_by_tf(tmp_path):
     assert (
         tfr.read_arrow(path, {"x": tfr.FixedLen([], "int64")}, columns=[]).read_all().num_rows == 3
     )
+
+
+def test_a_sequence_example_parse_needs_features_on_one_side_only():
+    record = tfr.encode_sequence_example({"id": 7}, {"t": [[1], [2]]})
+    lists = {"t": tfr.FixedLenSequence([1], "int64")}
+    context, parsed, lengths = tfr.parse_sequence_example([record], {}, lists)
+    assert context == {} and lengths["t"].tolist() == [2]
+    with pytest.raises(ValueError, match="give a context_schema, a sequence_schema or both"):
+        tfr.parse_sequence_example([record], {}, {})
+    with pytest.raises(ValueError, match="names no features, so IndexedDataset would"):
+        tfr.IndexedDataset([], {})

@@ -16,7 +16,7 @@ import numpy as np
 from .._renamed import renamed
 from ..io.options import ReadOptions
 from ..io.paths import Paths, StorageOptions, exists, expand_paths, is_url
-from ..schema.features import Schema, _as_schema, parse_example, parse_examples
+from ..schema.features import Schema, parse_example, parse_examples, parsing_schema
 from .index import RecordIndex, positions
 from .index import build_index as _build_index
 
@@ -72,7 +72,9 @@ class IndexedDataset(Sequence[Any]):
         else:
             self._indexes = [indexed(f) for f in self.files]
         self._starts = np.cumsum([0, *(len(i) for i in self._indexes)])
-        self.schema: Schema | None = None if schema is None else _as_schema(schema)
+        self.schema: Schema | None = (
+            None if schema is None else parsing_schema(schema, "IndexedDataset")
+        )
 
     def __len__(self) -> int:
         return int(self._starts[-1])

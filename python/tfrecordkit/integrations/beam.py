@@ -31,7 +31,7 @@ from ..io.options import check_count
 from ..io.paths import StorageOptions, expand_paths
 from ..io.records import read_records
 from ..schema.example import decode_example, encode_example
-from ..schema.features import Schema, _as_schema, parse_example
+from ..schema.features import Schema, _as_schema, parse_example, parsing_schema
 from ..schema.reading import infer_schema
 
 __all__ = ["ReadExamples", "WriteExamples", "frame"]
@@ -217,7 +217,7 @@ class ReadExamples(beam.PTransform):
     def __init__(self, file_pattern: str, schema: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         self.file_pattern = file_pattern
-        self.schema = schema
+        self.schema = None if schema is None else parsing_schema(schema, "ReadExamples")
 
     def expand(self, pbegin: Any) -> Any:
         schema = self.schema

@@ -66,11 +66,11 @@ def parse_sequence_example(
     >>> lists["tokens"].shape, lengths["tokens"].tolist()
     ((1, 3, 2), [3])
     """
-    if context_schema is None and sequence_schema is None:
-        raise ValueError("give a context_schema, a sequence_schema or both")
+    if not context_schema and not sequence_schema:
+        raise ValueError("give a context_schema, a sequence_schema or both, with features")
     records = records if isinstance(records, list) else list(records)
-    context = {} if context_schema is None else parse_examples(records, context_schema)
-    if sequence_schema is None:
+    context = parse_examples(records, context_schema) if context_schema else {}
+    if not sequence_schema:
         return context, {}, {}
     lists, lengths = _feature_lists(as_sequence_schema(sequence_schema), records)
     return context, lists, lengths
