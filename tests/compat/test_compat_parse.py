@@ -656,6 +656,7 @@ def test_a_sequence_example_parse_needs_features_on_one_side_only():
     lists = {"t": tfr.FixedLenSequence([1], "int64")}
     context, parsed, lengths = tfr.parse_sequence_example([record], {}, lists)
     assert context == {} and lengths["t"].tolist() == [2]
+    assert parsed["t"].tolist() == [[[1], [2]]]
     with pytest.raises(ValueError, match="give a context_schema, a sequence_schema or both"):
         tfr.parse_sequence_example([record], {}, {})
     with pytest.raises(ValueError, match="names no features, so IndexedDataset would"):
