@@ -34,14 +34,10 @@ pub fn rows<'py>(columns: &Bound<'py, PyDict>, n: usize) -> PyResult<Bound<'py, 
 /// from a plain 1-D array's memory where it is one (the scalar of a number, the object
 /// held), else through the column's own indexing.
 enum Column<'py> {
-    Numbers {
+    /// An array of numbers (`descr` their type) or, without `descr`, of objects.
+    InMemory {
         array: Bound<'py, PyUntypedArray>,
-        descr: Bound<'py, PyArrayDescr>,
-        data: *mut u8,
-        stride: isize,
-    },
-    Objects {
-        array: Bound<'py, PyUntypedArray>,
+        descr: Option<Bound<'py, PyArrayDescr>>,
         data: *mut u8,
         stride: isize,
     },
@@ -54,7 +50,7 @@ impl<'py> Column<'py> {
     fn of(column: Bound<'py, PyAny>, n: usize) -> Self {
         let py = column.py();
         // SAFETY: `column` is a live object; the check reads only its type.
-        let exact = unsafe { numpy::npyffi::PyArray_CheckExact(py, column.as_ptr()) } != 0;
+        let exact = unsafe { npyffi::PyArray_CheckExact(py, column.as_ptr()) } != 0;
         if !exact {
             return Column::Other(column);
         }
@@ -65,70 +61,71 @@ impl<'py> Column<'py> {
             return Column::Other(array.into_any());
         }
         let descr = array.dtype();
-        // SAFETY: the array is live, and its data pointer is valid for `shape[0]` items
-        // `strides[0]` bytes apart, for as long as it is held here.
-        let data = unsafe { (*array.as_array_ptr()).fields.data } as *mut u8;
+        let descr = match descr.kind() {
+            b'O' => None,
+            _ if is_number(&descr) => Some(descr),
+            _ => return Column::Other(array.into_any()),
+        };
+        // Valid for `shape[0]` items `strides[0]` bytes apart while the array is held here.
+        let data = data_of(&array);
         let stride = array.strides()[0];
-        match descr.kind() {
-            b'b' | b'i' | b'u' | b'f' | b'c' => Column::Numbers {
-                array,
-                descr,
-                data,
-                stride,
-            },
-            b'O' => Column::Objects {
-                array,
-                data,
-                stride,
-            },
-            _ => Column::Other(array.into_any()),
+        Column::InMemory {
+            array,
+            descr,
+            data,
+            stride,
         }
     }
 
     fn item(&self, i: usize) -> PyResult<Bound<'py, PyAny>> {
-        match self {
-            Column::Numbers {
+        let (array, descr, data, stride) = match self {
+            Column::InMemory {
                 array,
                 descr,
                 data,
                 stride,
-            } => {
-                let py = array.py();
-                // SAFETY: `i < shape[0]` (see `Column::of`), so the item lies inside the
-                // array's memory; NumPy copies it into the new scalar (swapping its bytes
-                // where it is not native), taking a new reference to the descriptor.
-                unsafe {
-                    let at = data.offset(i as isize * stride);
-                    let scalar = numpy::npyffi::PY_ARRAY_API.PyArray_Scalar(
-                        py,
-                        at.cast(),
-                        descr.as_dtype_ptr(),
-                        array.as_ptr(),
-                    );
-                    Bound::from_owned_ptr_or_err(py, scalar)
-                }
-            }
-            Column::Objects {
-                array,
-                data,
-                stride,
-            } => {
-                let py = array.py();
-                // SAFETY: as above; an object array's item is a pointer to a live object,
-                // or null where NumPy left it unset, which reads as None.
-                unsafe {
-                    let at = data.offset(i as isize * stride) as *const *mut pyo3::ffi::PyObject;
-                    let obj = at.read_unaligned();
-                    Ok(if obj.is_null() {
-                        py.None().into_bound(py)
-                    } else {
-                        Bound::from_borrowed_ptr(py, obj)
-                    })
-                }
-            }
-            Column::Other(column) => column.get_item(i),
+            } => (array, descr, *data, *stride),
+            Column::Other(column) => return column.get_item(i),
+        };
+        let py = array.py();
+        // SAFETY: `i < shape[0]` (see `Column::of`), so the item lies inside the array's
+        // memory.
+        let at = unsafe { data.offset(i as isize * stride) };
+        match descr {
+            // SAFETY: NumPy copies the number into the new scalar (swapping its bytes
+            // where they are not native).
+            Some(descr) => unsafe {
+                let scalar = PY_ARRAY_API.PyArray_Scalar(
+                    py,
+                    at.cast(),
+                    descr.as_dtype_ptr(),
+                    array.as_ptr(),
+                );
+                Bound::from_owned_ptr_or_err(py, scalar)
+            },
+            // SAFETY: an object array's item is a pointer to a live object, or null where
+            // NumPy left it unset, which reads as None.
+            None => unsafe {
+                let obj = (at as *const *mut ffi::PyObject).read_unaligned();
+                Ok(if obj.is_null() {
+                    py.None().into_bound(py)
+                } else {
+                    Bound::from_borrowed_ptr(py, obj)
+                })
+            },
         }
     }
+}
+
+/// Whether `descr` is one of NumPy's number types: bool, integers, floats and complex.
+fn is_number(descr: &Bound<'_, PyArrayDescr>) -> bool {
+    matches!(descr.kind(), b'b' | b'i' | b'u' | b'f' | b'c')
+}
+
+/// Where `array`'s first item is.
+fn data_of(array: &Bound<'_, PyUntypedArray>) -> *mut u8 {
+    // SAFETY: reading a field of a live array.
+    unsafe { (*array.as_array_ptr()).fields.data as *mut u8 }
 }
 
 /// `elements` (dicts, each with the keys of the first) stacked key by key as
@@ -145,12 +142,6 @@ pub fn stack_dicts<'py>(
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
     crate::errors::guard("stack_dicts", || {
         let py = elements.py();
-        let Some(first) = elements.iter().next() else {
-            return Ok(None);
-        };
-        let Ok(first) = first.cast_into_exact::<PyDict>() else {
-            return Ok(None);
-        };
         let dicts: Vec<Bound<'py, PyDict>> = match elements
             .iter()
             .map(|e| e.cast_into_exact::<PyDict>())
@@ -158,6 +149,9 @@ pub fn stack_dicts<'py>(
         {
             Ok(dicts) => dicts,
             Err(_) => return Ok(None),
+        };
+        let Some(first) = dicts.first() else {
+            return Ok(None);
         };
         if dicts.iter().any(|d| d.len() != first.len()) {
             return Ok(None);
@@ -207,7 +201,7 @@ fn filled<'py>(
         // SAFETY: a new object array of `n` items, each a reference to None; each is
         // replaced by a new reference to its value, and the None it held released.
         unsafe {
-            let items = (*array.as_array_ptr()).fields.data as *mut *mut ffi::PyObject;
+            let items = data_of(&array) as *mut *mut ffi::PyObject;
             for (i, v) in column.iter().enumerate() {
                 let slot = items.add(i);
                 ffi::Py_XDECREF(*slot);
@@ -216,14 +210,10 @@ fn filled<'py>(
         }
         return Ok(Some(array.into_any()));
     }
-    let number = py.import("numpy")?.getattr("number")?;
-    let boolean = py.import("numpy")?.getattr("bool_")?;
-    if !(first.is_instance(&number)? || first.is_instance(&boolean)?) {
-        return Ok(None);
-    }
+    let generic = py.import("numpy")?.getattr("generic")?;
     // SAFETY: reading the type of live objects.
     let same = |v: &Bound<'py, PyAny>| unsafe { ffi::Py_TYPE(v.as_ptr()) == tp.as_type_ptr() };
-    if !column.iter().all(same) {
+    if !first.is_instance(&generic)? || !column.iter().all(same) {
         return Ok(None);
     }
     // SAFETY: `first` is a NumPy scalar; its descriptor is a new reference.
@@ -231,7 +221,7 @@ fn filled<'py>(
         let d = PY_ARRAY_API.PyArray_DescrFromScalar(py, first.as_ptr());
         Bound::from_owned_ptr_or_err(py, d.cast())?.cast_into_unchecked::<PyArrayDescr>()
     };
-    if !matches!(descr.kind(), b'b' | b'i' | b'u' | b'f' | b'c') {
+    if !is_number(&descr) {
         return Ok(None);
     }
     let size = descr.itemsize();
@@ -240,7 +230,7 @@ fn filled<'py>(
     // value (of that type: checked above) is copied into its item from where NumPy's
     // `PyArrayScalar_VAL` finds it, just past the object's header.
     unsafe {
-        let data = (*array.as_array_ptr()).fields.data as *mut u8;
+        let data = data_of(&array);
         let header = std::mem::size_of::<ffi::PyObject>();
         for (i, v) in column.iter().enumerate() {
             let value = (v.as_ptr() as *const u8).add(header);
