@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
-from ..errors import ExampleDecodeError, SchemaError
+from ..errors import ExampleDecodeError, SchemaError, TFRecordError
 from ..io.options import DEFAULT_BATCH_BYTES, ReadOptions, check_count
 from ..io.paths import StorageOptions
 from ..io.policy import OnError
@@ -17,6 +17,8 @@ from .example import decode_sequence_example, foreign
 from .features import Schema, parsing_schema
 from .guess import SchemaGuess
 from .sequence import SequenceGuess
+
+E = TypeVar("E", bound=TFRecordError)
 
 __all__ = ["infer_schema", "read_examples"]
 
@@ -99,10 +101,10 @@ def infer_schema(
     guess = SchemaGuess()
     steps = SequenceGuess()
 
-    def refused(i: int, message: str) -> ExampleDecodeError:
-        """Record ``i`` of the batch is no Example: ``message``, naming where it is."""
-        path, index, offset = reader.origin_in_batch(i) or (None, None, None)
-        return ExampleDecodeError(message, path=path, offset=offset, record_index=index)
+    def located(err: E, i: int) -> E:
+        """``err``, about record ``i`` of the batch, naming where that record is."""
+        err.path, err.record_index, err.offset = reader.origin_in_batch(i) or (None, None, None)
+        return err
 
     seen = 0
     for batch in _batches(lambda: reader.read_batch(min(sample, 512)), o, reader):
@@ -113,17 +115,17 @@ def infer_schema(
             try:
                 context, lists = decode_sequence_example(record)
             except ExampleDecodeError as err:
-                raise refused(i, f"not a tf.train.Example or SequenceExample ({err})") from None
+                message = f"not a tf.train.Example or SequenceExample ({err})"
+                raise located(ExampleDecodeError(message), i) from None
             why = None if context or lists else foreign(record)
             if why is not None:
-                raise refused(i, f"not a tf.train.Example: {why}")
+                raise located(ExampleDecodeError(f"not a tf.train.Example: {why}"), i)
             try:
                 guess.add(context)
                 steps.add(lists)
             except SchemaError as err:
                 # The record whose feature disagrees with those before it.
-                origin = reader.origin_in_batch(i) or (None, None, None)
-                err.path, err.record_index, err.offset = origin
+                located(err, i)
                 raise
         if guess.examples >= sample or seen >= SAMPLE_BYTES:
             break
